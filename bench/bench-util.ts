@@ -1,0 +1,110 @@
+// Small helpers shared by the benchmark's parts: percentiles, Redis INFO and
+// memory figures, and deleting a run's own keys (SCAN is fine in a benchmark,
+// and FLUSHDB is not: other tests share this Redis).
+import { Redis } from 'ioredis';
+
+/** The 20-byte payload every job carries: JSON `{"p":"abcdefghijkl"}`. */
+export const PAYLOAD = { p: 'abcdefghijkl' } as const;
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export const round = (n: number, digits = 1): number => {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+};
+
+export type Percentiles = { count: number; min: number; p50: number; p99: number; p999: number; max: number; mean: number };
+
+/** Nearest-rank percentiles of `samples` (sorted in place). */
+export function percentiles(samples: number[]): Percentiles | null {
+  if (samples.length === 0) return null;
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.max(0, Math.ceil(q * samples.length) - 1))] as number;
+  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+  return {
+    count: samples.length,
+    min: round(samples[0] as number, 2),
+    p50: round(at(0.5), 2),
+    p99: round(at(0.99), 2),
+    p999: round(at(0.999), 2),
+    max: round(samples[samples.length - 1] as number, 2),
+    mean: round(mean, 2),
+  };
+}
+
+export async function infoField(redis: Redis, section: string, field: string): Promise<string | null> {
+  const text = await redis.info(section);
+  const m = new RegExp(`^${field}:(.*)$`, 'm').exec(text);
+  return m ? (m[1] as string).trim() : null;
+}
+
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number(await infoField(redis, 'memory', 'used_memory'));
+}
+
+async function scanKeys(redis: Redis, match: string, each: (keys: string[]) => Promise<void>): Promise<void> {
+  const stream = redis.scanStream({ match, count: 1000 });
+  for await (const keys of stream as AsyncIterable<string[]>) {
+    if (keys.length) await each(keys);
+  }
+}
+
+/** Sum of MEMORY USAGE over the keys matching `match`: unlike used_memory, blind to other clients' keys. */
+export async function keysMemory(redis: Redis, match: string): Promise<{ keys: number; bytes: number }> {
+  let keys = 0;
+  let bytes = 0;
+  await scanKeys(redis, match, async (batch) => {
+    const p = redis.pipeline();
+    for (const k of batch) p.memory('USAGE', k, 'SAMPLES', 0);
+    const res = (await p.exec()) ?? [];
+    for (const [err, v] of res) if (!err) bytes += Number(v ?? 0);
+    keys += batch.length;
+  });
+  return { keys, bytes };
+}
+
+/** UNLINKs every key matching `match`; returns how many. */
+export async function deleteKeys(redis: Redis, match: string): Promise<number> {
+  let n = 0;
+  await scanKeys(redis, match, async (batch) => {
+    n += Number(await redis.unlink(...batch));
+  });
+  return n;
+}
+
+/** UNLINKs every key matching any of `patterns` over a short-lived connection (works after the queue closed). */
+export async function dropKeys(redisUrl: string, ...patterns: string[]): Promise<number> {
+  const r = new Redis(redisUrl, { connectionName: 'bench-cleanup', maxRetriesPerRequest: null });
+  try {
+    let n = 0;
+    for (const p of patterns) n += await deleteKeys(r, p);
+    return n;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Resolves when `check` is true, polling every `everyMs`; rejects after `timeoutMs`. */
+export async function until(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 2): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Deterministic pseudo-random sequence in [0, 1) (mulberry32), so both engines get the same delays. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function log(msg: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+}

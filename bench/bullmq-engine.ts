@@ -1,0 +1,80 @@
+// BullMQ behind the benchmark's BenchQueue shape, used its fastest documented
+// way: Queue.addBulk (with `delay` for delayed jobs), a Worker with
+// concurrency, and removeOnComplete so a finished job leaves nothing behind
+// (as our ack does).
+import { Queue, Worker } from 'bullmq';
+import { type BenchQueue, type QueueIds, type WorkerHooks } from './bench-engine.js';
+import { PAYLOAD, dropKeys } from './bench-util.js';
+
+const JOB_OPTS = { removeOnComplete: true, removeOnFail: true } as const;
+
+function connectionOf(url: string) {
+  const u = new URL(url);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
+    maxRetriesPerRequest: null,
+  };
+}
+
+export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
+  const connection = connectionOf(redisUrl);
+  const queue = new Queue(ids.name, { connection, prefix: ids.prefix });
+  const workers: Worker[] = [];
+
+  async function prepareWorker(concurrency: number, hooks: WorkerHooks) {
+    const onStart = hooks.onStart;
+    const worker = new Worker(
+      ids.name,
+      async (job) => {
+        // Intended due time as BullMQ itself computes it: the job's timestamp plus its delay.
+        onStart?.(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
+      },
+      { connection, prefix: ids.prefix, concurrency, autorun: false },
+    );
+    workers.push(worker);
+    const onCompleted = hooks.onCompleted;
+    if (onCompleted) worker.on('completed', () => onCompleted());
+    worker.on('error', (err) => process.stderr.write(`bullmq worker error: ${String(err)}\n`));
+    await worker.waitUntilReady();
+    return {
+      async start() {
+        // run() resolves only when the worker closes.
+        worker.run().catch((err: unknown) => process.stderr.write(`bullmq worker run failed: ${String(err)}\n`));
+      },
+      stop: () => worker.close(),
+    };
+  }
+
+  return {
+    ids,
+    keyPattern: `${ids.prefix}:${ids.name}:*`,
+    async addDelayed(jobs) {
+      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, delay: j.delayMs } })));
+    },
+    async addAt(jobs) {
+      // Timestamp + delay is exactly the intended due time (BullMQ scores delayed jobs by it).
+      const now = Date.now();
+      await queue.addBulk(
+        jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, timestamp: now, delay: Math.max(0, j.dueAt - now) } })),
+      );
+    },
+    async addDue(ns) {
+      await queue.addBulk(ns.map(() => ({ name: 'noop', data: PAYLOAD, opts: JOB_OPTS })));
+    },
+    async counts() {
+      const c = await queue.getJobCounts('wait', 'delayed', 'prioritized', 'active');
+      return { waiting: (c.wait ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0 };
+    },
+    prepareWorker,
+    async drop() {
+      await dropKeys(redisUrl, `${ids.prefix}:${ids.name}:*`, `${ids.prefix}:${ids.name}`);
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// Our delay queue behind the benchmark's BenchQueue shape: a producer
+// connection for scheduling and stats, and a separate connection per worker,
+// as a separate worker process would have.
+import { Redis } from 'ioredis';
+import { createQueue } from '../src/queue/queue.js';
+import { createWorker } from '../src/queue/worker.js';
+import { type BenchQueue, type QueueIds, type WorkerHooks, businessId } from './bench-engine.js';
+import { PAYLOAD, dropKeys } from './bench-util.js';
+
+const connect = (url: string, name: string) => new Redis(url, { connectionName: name, maxRetriesPerRequest: null });
+
+export function openOurs(redisUrl: string, ids: QueueIds): BenchQueue {
+  const redis = connect(redisUrl, 'bench-ours-producer');
+  const queue = createQueue(redis, { name: ids.name, prefix: ids.prefix, types: { noop: {} } });
+  const workerConnections: Redis[] = [];
+
+  async function prepareWorker(concurrency: number, hooks: WorkerHooks) {
+    const wr = connect(redisUrl, 'bench-ours-worker');
+    workerConnections.push(wr);
+    await wr.ping();
+    const onStart = hooks.onStart;
+    const onCompleted = hooks.onCompleted;
+    let engineMs: number | undefined;
+    const worker = createWorker({
+      queue,
+      redis: wr,
+      concurrency,
+      handlers: {
+        noop: async (job) => {
+          onStart?.(Date.now() - job.dueAt, engineMs);
+        },
+      },
+      onEvent: (e) => {
+        // 'started' is emitted synchronously just before the handler runs.
+        if (e.kind === 'started') engineMs = e.latenessMs;
+        else if (e.kind === 'completed') onCompleted?.();
+      },
+    });
+    return {
+      start: () => worker.start(),
+      stop: async () => {
+        await worker.stop();
+      },
+    };
+  }
+
+  return {
+    ids,
+    keyPattern: `${ids.prefix}:{${ids.name}:*`,
+    async addDelayed(jobs) {
+      await queue.scheduleMany(jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, delayMs: j.delayMs })));
+    },
+    async addAt(jobs) {
+      await queue.scheduleMany(jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, at: j.dueAt })));
+    },
+    async addDue(ns) {
+      await queue.scheduleMany(ns.map((n) => ({ id: businessId(n), type: 'noop', payload: PAYLOAD, delayMs: 0 })));
+    },
+    async counts() {
+      const s = await queue.stats();
+      return { waiting: s.pending, active: s.inFlight };
+    },
+    prepareWorker,
+    async drop() {
+      await dropKeys(redisUrl, `${ids.prefix}:{${ids.name}:*`);
+    },
+    async close() {
+      for (const c of workerConnections) c.disconnect();
+      await redis.quit();
+    },
+  };
+}

@@ -1,0 +1,26 @@
+// The shape of one benchmark run's results, as printed (JSON) and tabled (markdown).
+import type { LatenessResult } from './lateness.js';
+import type { ClaimResult, EnqueueResult, MemoryResult } from './throughput.js';
+
+export type Failed = { error: string };
+export type EngineResults = {
+  enqueue?: EnqueueResult | Failed;
+  memory?: MemoryResult | Failed;
+  claim1?: ClaimResult | Failed;
+  claim50?: ClaimResult | Failed;
+  lateness1?: LatenessResult | Failed;
+  lateness4?: LatenessResult | Failed;
+};
+export type RunResults = { ours?: EngineResults; bullmq?: EngineResults };
+
+export type RunMeta = {
+  date: string;
+  scale: number;
+  runTag: string;
+  machine: { cpu: string; cores: number; memoryGiB: number; os: string };
+  node: string;
+  redis: string;
+  bullmq: string;
+  ioredis: string;
+  counts: { enqueue: number; enqueueInFlight: number; claim: number; lateness: number; latenessWindowMs: number };
+};

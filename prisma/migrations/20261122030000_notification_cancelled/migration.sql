@@ -1,0 +1,3 @@
+-- AlterEnum
+ALTER TYPE "NotificationStatus" ADD VALUE 'CANCELLED';
+

@@ -1,0 +1,76 @@
+// The HTTP application: express with JSON parsing, the route tables (health,
+// docs, the modules'), the OpenAPI document built from those same tables, and
+// the error funnel. No listen() here, so tests drive it with supertest.
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler, type Router } from 'express';
+import type { RedisClient } from './core/redis.js';
+import type { Db } from './core/db.js';
+import type { Metrics } from './core/metrics.js';
+import { docsRoutes } from './core/http/docs.routes.js';
+import { errorMiddleware, notFound } from './core/http/error-middleware.js';
+import { type OpenApiDocument, openApiDocument } from './core/http/openapi.js';
+import { opsRoutes } from './core/http/ops.routes.js';
+import { type RouteTable, routerOf } from './core/http/route.js';
+import type { Logger } from './core/logger.js';
+
+export type AppDeps = {
+  readonly log: Logger;
+  readonly redis: RedisClient;
+  readonly db?: Db;
+  /** The domain modules' routes, mounted in this order and described in /openapi.json. */
+  readonly routes?: readonly RouteTable[];
+  /** Plain routers mounted after them, not described (tests that mount a single module). */
+  readonly routers?: readonly Router[];
+  readonly metrics?: Metrics;
+};
+
+const INFO = {
+  title: 'Order timeout & reminder service',
+  version: '0.1.0',
+  description:
+    'Delayed work on a Redis delay queue with PostgreSQL as the source of truth: unpaid orders cancelled on time, ' +
+    'appointment reminders, parcel batching, and the operators\' admin API. Every error is application/problem+json with a stable `code`.',
+};
+
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  // API answers change with state; a hash of every body per response buys nothing.
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestLog(deps.log));
+  if (deps.metrics) app.use(deps.metrics.httpMiddleware());
+  app.use(express.json({ limit: '64kb' }));
+
+  // Built once, before the first request: a schema that cannot be described fails the start, not /docs.
+  let document: OpenApiDocument | undefined;
+  const tables = [opsRoutes(deps), docsRoutes(() => document as OpenApiDocument), ...(deps.routes ?? [])];
+  document = openApiDocument(INFO, tables);
+  for (const table of tables) app.use(routerOf(table));
+  for (const router of deps.routers ?? []) app.use(router);
+
+  app.use(notFound);
+  app.use(errorMiddleware(deps.log));
+  return app;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** One structured line per request, under a request id (the caller's X-Request-Id when sane). */
+function requestLog(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const given = req.get('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    res.locals.requestId = requestId;
+    res.set('X-Request-Id', requestId);
+    const started = performance.now();
+    res.on('finish', () => {
+      log.info(
+        { requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10 },
+        'http request',
+      );
+    });
+    next();
+  };
+}
+

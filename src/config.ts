@@ -1,0 +1,138 @@
+// The service's configuration: every environment variable, parsed and checked
+// once at start. The only reader of process.env. A wrong value stops the
+// service with a message naming the variable.
+import { z } from 'zod';
+import { checkSchedule } from './queue/periodic.js';
+
+const SECOND = 1_000;
+const KiB = 1_024;
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const schema = z.object({
+  // HTTP port of the API.
+  PORT: int(0, 65_535).default(3_000),
+  // Interface the API listens on.
+  HOST: z.string().min(1).default('0.0.0.0'),
+  // Redis for the delay queue; a database index in the path is honoured (redis://host:6379/2).
+  REDIS_URL: z
+    .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
+    .default('redis://127.0.0.1:6379'),
+  // Redis Cluster seed nodes, comma-separated host:port. Set: the service runs on
+  // the cluster (every script touches one slot); REDIS_URL then only lends its
+  // user, password and TLS to every node (a cluster has no database index).
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'must be comma-separated host:port pairs')
+    .transform((v) => v.split(',').map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })))
+    .refine((nodes) => nodes.every((n) => n.port >= 1 && n.port <= 65_535), 'ports must be 1..65535')
+    .optional(),
+  // PostgreSQL, the source of truth. Unset: an embedded database under DATA_DIR (orders issue).
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
+  // Where the embedded database keeps its files.
+  DATA_DIR: z.string().min(1).default('.data'),
+  // Bearer token of the admin API (/admin). Unset: the admin API is disabled.
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Connections per process to PostgreSQL (the embedded database always uses 1).
+  DATABASE_POOL_SIZE: int(1, 200).default(10),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Prefix of every queue key in Redis.
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, 'must be 1..32 of [A-Za-z0-9_-]')
+    .default('dq'),
+  // Shards per queue (job id hash mod shards), each its own Redis Cluster slot.
+  QUEUE_SHARDS: int(1, 1_024).default(1),
+  // Largest job payload accepted, after JSON encoding.
+  QUEUE_MAX_PAYLOAD_BYTES: int(64, 16 * KiB * KiB).default(64 * KiB),
+  // Handlers running at once per queue in one worker process.
+  WORKER_CONCURRENCY: int(1, 10_000).default(50),
+  // A claimed job not acked within its lease is delivered again.
+  WORKER_LEASE_MS: int(1_000, 24 * 3_600 * SECOND).default(30 * SECOND),
+  // Longest a worker sleeps without checking Redis (safety net for a missed wake-up).
+  WORKER_IDLE_RECHECK_MS: int(100, 60 * SECOND).default(5 * SECOND),
+  // How long shutdown waits for running handlers.
+  SHUTDOWN_GRACE_MS: int(0, 10 * 60 * SECOND).default(10 * SECOND),
+  // Payment window of an order when the request does not give one.
+  ORDER_PAYMENT_TIMEOUT_SECONDS: int(1, 604_800).default(1_800),
+  // How often the orders reconciliation pass runs.
+  ORDER_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  // How long past its deadline an unpaid order may stay before the pass cancels it
+  // (the expiry job normally does it within milliseconds).
+  ORDER_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
+  // Reminder lead time when a booking gives none.
+  REMINDER_LEAD_SECONDS: int(0, 2_592_000).default(86_400),
+  // How often the appointments reconciliation pass runs, and how late a reminder may be before it repairs it.
+  APPOINTMENT_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  APPOINTMENT_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
+  // Where notifications are POSTed (JSON, Idempotency-Key = notification id). Unset: they are logged.
+  NOTIFY_WEBHOOK_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  // A webhook call that takes longer fails (and is retried).
+  NOTIFY_TIMEOUT_MS: int(100, 120 * SECOND).default(5 * SECOND),
+  // Spacing of delivery retries; the last step repeats.
+  NOTIFY_RETRY_DELAYS_MS: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'must be comma-separated milliseconds, e.g. 5000,10000,30000,60000')
+    .transform((v) => v.split(',').map(Number))
+    .default([5_000, 10_000, 30_000, 60_000]),
+  // Fraction of random shortening of each retry delay (0 = exact spacing).
+  NOTIFY_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.1),
+  // Delivery attempts before a notification is FAILED and dead-lettered.
+  NOTIFY_MAX_ATTEMPTS: int(1, 100).default(8),
+  // A delivery area is flushed into a batch for its vehicle at this many waiting parcels...
+  PARCEL_BATCH_SIZE: int(1, 1_000).default(10),
+  // ...or when its first waiting parcel has waited this long (fractions allowed).
+  PARCEL_MAX_WAIT_SECONDS: z.coerce.number().min(0.05).max(86_400).default(240),
+  // How often the parcels reconciliation pass runs, and how far past the max wait
+  // a parcel must be before the pass batches it (a crash between Redis and PostgreSQL).
+  PARCEL_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  PARCEL_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
+  // How often pending notifications without a delivery job are picked up again.
+  NOTIFY_RELAY_INTERVAL_SECONDS: int(1, 86_400).default(30),
+  // When the daily report of the previous local day is made: a cron pattern
+  // (5 fields, or 6 with seconds) in DAILY_REPORT_TIMEZONE (an IANA name).
+  DAILY_REPORT_CRON: z.string().min(1).max(100).default('0 2 * * *'),
+  DAILY_REPORT_TIMEZONE: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine(isTimeZone, 'must be an IANA time zone, e.g. Asia/Shanghai')
+    // The canonical spelling ("asia/shanghai" -> "Asia/Shanghai"): it names the reports' rows.
+    .transform((tz) => new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone)
+    .default('UTC'),
+});
+
+// A pattern croner cannot use stops the service at start, naming the variable.
+const checked = schema.superRefine((c, ctx) => {
+  if (!isTimeZone(c.DAILY_REPORT_TIMEZONE)) return; // reported on its own variable
+  try {
+    checkSchedule({ cron: c.DAILY_REPORT_CRON, timezone: c.DAILY_REPORT_TIMEZONE });
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', path: ['DAILY_REPORT_CRON'], message: err instanceof Error ? err.message : String(err) });
+  }
+});
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable counts as unset, as in most deployment tools.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const r = checked.safeParse(cleaned);
+  if (r.success) return r.data;
+  const lines = r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`);
+  throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+}

@@ -1,0 +1,110 @@
+// Prometheus metrics (prom-client): what the queues do, how late jobs start,
+// how long handlers and HTTP requests take, queue depths read at scrape time,
+// and parcel batches by reason. One registry per service instance.
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queue } from '../queue/queue.js';
+import type { WorkerEvent } from '../queue/types.js';
+
+const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'ots_' });
+  const c = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers: [registry] });
+  const scheduled = c('ots_jobs_scheduled_total', 'Jobs scheduled (created or moved)', ['queue']);
+  const claimed = c('ots_jobs_claimed_total', 'Jobs handed to a worker', ['queue']);
+  const acked = c('ots_jobs_completed_total', 'Jobs whose handler succeeded (acked)', ['queue']);
+  const retried = c('ots_jobs_retried_total', 'Failed deliveries scheduled for a retry', ['queue']);
+  const dead = c('ots_jobs_dead_lettered_total', 'Jobs moved to the dead set', ['queue']);
+  const reclaimed = c('ots_jobs_reclaimed_total', 'Jobs taken back after their lease expired', ['queue']);
+  const stale = c('ots_jobs_stale_total', 'Acks, nacks or extensions refused because the lease was lost', ['queue', 'op']);
+  const batches = c('ots_parcel_batches_total', 'Parcel batches committed', ['reason']);
+  const lateness = new Histogram({
+    name: 'ots_job_lateness_seconds',
+    help: 'Handler start minus due time',
+    labelNames: ['queue'],
+    buckets: LATENESS_BUCKETS,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'ots_job_duration_seconds',
+    help: 'Handler run time of successful jobs',
+    labelNames: ['queue', 'type'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const http = new Histogram({
+    name: 'ots_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  let watched: readonly Queue[] = [];
+  new Gauge({
+    name: 'ots_queue_jobs',
+    help: 'Jobs per queue and state, read from Redis at scrape time',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      const all = await Promise.all(watched.map((q) => q.stats()));
+      for (const s of all) {
+        for (const [state, v] of [['pending', s.pending], ['due_now', s.dueNow], ['in_flight', s.inFlight], ['dead', s.dead]] as const) {
+          this.set({ queue: s.queue, state }, v);
+        }
+      }
+    },
+  });
+
+  return {
+    registry,
+    watchQueues(queues: readonly Queue[]): void {
+      watched = queues;
+    },
+    scheduled(queue: string, n: number): void {
+      scheduled.inc({ queue }, n);
+    },
+    batchCommitted(reason: string, n = 1): void {
+      batches.inc({ reason }, n);
+    },
+    workerEvent(e: WorkerEvent): void {
+      switch (e.kind) {
+        case 'claimed':
+          if (e.count) claimed.inc({ queue: e.queue }, e.count);
+          if (e.reclaimed) reclaimed.inc({ queue: e.queue }, e.reclaimed);
+          break;
+        case 'started':
+          lateness.observe({ queue: e.job.queue }, Math.max(0, e.latenessMs) / 1_000);
+          break;
+        case 'completed':
+          acked.inc({ queue: e.job.queue });
+          duration.observe({ queue: e.job.queue, type: e.job.type }, e.durationMs / 1_000);
+          break;
+        case 'retried':
+          retried.inc({ queue: e.job.queue });
+          break;
+        case 'dead':
+          dead.inc({ queue: e.job.queue });
+          break;
+        case 'stale':
+          stale.inc({ queue: e.queue, op: e.op });
+          break;
+      }
+    },
+    httpMiddleware(): RequestHandler {
+      return (req, res, next) => {
+        const end = http.startTimer();
+        res.on('finish', () => {
+          // The route pattern, not the path: ids must not explode the label set.
+          const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+          end({ method: req.method, route, status: String(res.statusCode) });
+        });
+        next();
+      };
+    },
+  };
+}

@@ -1,0 +1,26 @@
+// What a domain module hands the composition root: its HTTP routes, its queue
+// with a handler per job type, and the periodic jobs its workers keep alive.
+import type { Router } from 'express';
+import type { RouteTable } from './http/route.js';
+import type { Queue } from '../queue/queue.js';
+import type { PeriodicJob } from '../queue/periodic.js';
+import type { JobHandler } from '../queue/types.js';
+
+export type { PeriodicJob };
+
+/** Work a module runs in the worker role besides its queue handlers (e.g. a flusher). */
+export type Background = { readonly name: string; start(): Promise<void>; stop(): Promise<void> };
+
+export type ServiceModule = {
+  readonly name: string;
+  /** Its HTTP routes: the router and the OpenAPI document are built from them. */
+  readonly routes: RouteTable;
+  /** The express router built from `routes` (see httpOf). */
+  readonly router: Router;
+  readonly queue: Queue;
+  /** A handler per job type of its queue, but for the periodic ones (they bring their own). */
+  readonly handlers: Readonly<Record<string, JobHandler>>;
+  /** Work on a schedule; the composition root makes their handlers and keeps them scheduled. */
+  readonly periodic: readonly PeriodicJob[];
+  readonly background?: readonly Background[];
+};

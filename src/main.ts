@@ -1,0 +1,60 @@
+// Entry point: parses the subcommand and the environment, starts the service
+// for that role, and stops it in reverse order on SIGTERM/SIGINT.
+//   all (default): API + workers   api: API only   worker: workers only
+//   migrate: apply database migrations and exit
+//   stats [--watch]: print the queue table (no database needed)
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './core/logger.js';
+import { ROLES, type Role, redactUrl, startService } from './service.js';
+import { runStats } from './stats.js';
+
+async function main(): Promise<void> {
+  const arg = process.argv[2] ?? 'all';
+  if (arg !== 'stats' && !(ROLES as readonly string[]).includes(arg)) {
+    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]]  (got "${arg}")\n`);
+    process.exit(2);
+  }
+  const role = arg as Role;
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  if (arg === 'stats') return runStats(config, process.argv.includes('--watch'));
+  const log = createLogger(config.LOG_LEVEL).child({ role });
+  const service = await startService(config, role, log);
+  if (role === 'migrate') {
+    await service.stop();
+    log.info('migrations done');
+    return;
+  }
+  const redis = config.REDIS_CLUSTER_NODES
+    ? { redisCluster: config.REDIS_CLUSTER_NODES.map((n) => `${n.host}:${n.port}`) }
+    : { redis: redactUrl(config.REDIS_URL) };
+  log.info(redis, 'service started');
+
+  let stopping = false;
+  const onSignal = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await service.stop();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

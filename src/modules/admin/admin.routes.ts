@@ -1,0 +1,234 @@
+// The operators' API, token protected: queue depths and lag, job lookup, dead
+// letters (list, redrive, delete), run a job now or cancel it, lateness over
+// the last minutes and the latest parcel batches.
+import { z } from 'zod';
+import { AppError } from '../../core/errors.js';
+import { type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
+import { QueueInputError } from '../../queue/errors.js';
+import { LATENESS_BUCKETS_MS } from '../../queue/lateness-recorder.js';
+import type { LatenessReader } from '../../queue/lateness-reader.js';
+import type { JobInfo, Queue } from '../../queue/queue.js';
+import {
+  JOB_ID_MESSAGE,
+  type JobJson,
+  batchesQuerySchema,
+  dailyReportsJsonSchema,
+  deadPageJsonSchema,
+  deadQuerySchema,
+  jobIdSchema,
+  jobJsonSchema,
+  latenessJsonSchema,
+  latenessQuerySchema,
+  queuesJsonSchema,
+  recentBatchesJsonSchema,
+  redriveAllQuerySchema,
+  reportsQuerySchema,
+} from './admin.schemas.js';
+
+/** A parcel batch as the dashboard lists it; the parcels module provides them through the composition root. */
+export type RecentBatch = {
+  readonly id: string;
+  readonly areaCode: string;
+  readonly vehiclePlate: string;
+  readonly reason: 'FULL' | 'TIMEOUT';
+  readonly parcelCount: number;
+  readonly createdAt: Date;
+};
+
+/** A daily report as the reports module stores it (provided through the composition root). */
+export type DailyReport = Omit<z.infer<typeof dailyReportsJsonSchema>['reports'][number], 'generatedAt'> & { readonly generatedAt: Date };
+
+export type AdminDeps = {
+  readonly queues: readonly Queue[];
+  readonly token: string;
+  readonly lateness: LatenessReader;
+  readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
+  /** The latest daily reports, newest day first; the reports module provides them. */
+  readonly dailyReports: (limit: number) => Promise<readonly DailyReport[]>;
+};
+
+const JOB_NOT_FOUND = { status: 404, code: 'JOB_NOT_FOUND' };
+const INVALID_JOB_ID = { status: 400, code: 'INVALID_JOB_ID' };
+
+export function adminRoutes(deps: AdminDeps): RouteTable {
+  const byName = new Map(deps.queues.map((q) => [q.name, q]));
+  const names = deps.queues.map((q) => q.name);
+  const name = {
+    schema: z.enum(names as [string, ...string[]]),
+    status: 404,
+    code: 'QUEUE_NOT_FOUND',
+    message: (v: string) => `no queue named ${v}`,
+  } satisfies PathParam;
+  const id = { schema: jobIdSchema, ...INVALID_JOB_ID, message: () => JOB_ID_MESSAGE } satisfies PathParam;
+  const queueOf = (n: string) => byName.get(n) as Queue; // the enum above admits only these names
+  const ok = (description: string, schema: z.ZodType) => ({ 200: { description, schema } });
+  const status = <S extends string>(s: S) => z.object({ status: z.literal(s) });
+
+  const routes: Route[] = [
+    route({
+      method: 'get',
+      path: '/admin/queues',
+      summary: 'Every queue with its shards: pending, due now, in flight, dead, next due time, oldest due lag',
+      responses: ok('the queues', queuesJsonSchema),
+      handle: async (_input, res) => {
+        const all = await Promise.all(deps.queues.map((q) => q.overview()));
+        res.json({ queues: all });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/queues/:name/jobs/:id',
+      summary: 'A job: state, due time, attempts, last error, payload',
+      params: { name, id },
+      responses: ok('the job', jobJsonSchema),
+      errors: [JOB_NOT_FOUND],
+      handle: async ({ params }, res) => {
+        const job = await guard(() => queueOf(params.name).get(params.id));
+        if (!job) throw new AppError('JOB_NOT_FOUND', 404, 'no such job');
+        res.json(jobJson(job));
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/admin/queues/:name/jobs/:id/run-now',
+      summary: 'Make a pending or in-flight job due now',
+      params: { name, id },
+      responses: ok('rescheduled', status('rescheduled').extend({ dueAt: z.iso.datetime() })),
+      errors: [JOB_NOT_FOUND],
+      handle: async ({ params }, res) => {
+        const r = await guard(() => queueOf(params.name).reschedule(params.id, { delayMs: 0 }));
+        if (r.status === 'not_found') throw new AppError('JOB_NOT_FOUND', 404, 'no pending or in-flight job with this id');
+        res.json({ status: 'rescheduled', dueAt: new Date(r.dueAt).toISOString() });
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/admin/queues/:name/jobs/:id',
+      summary: 'Cancel a job, whatever its state',
+      params: { name, id },
+      responses: ok('cancelled', status('cancelled').extend({ was: z.enum(['pending', 'in_flight', 'dead']) })),
+      errors: [JOB_NOT_FOUND],
+      handle: async ({ params }, res) => {
+        const c = await guard(() => queueOf(params.name).cancel(params.id));
+        if (!c.cancelled) throw new AppError('JOB_NOT_FOUND', 404, 'no such job');
+        res.json({ status: 'cancelled', was: c.state });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/queues/:name/dead',
+      summary: 'Dead jobs with their last error, oldest death first, a page at a time',
+      query: deadQuerySchema,
+      params: { name },
+      responses: ok('a page of dead jobs', deadPageJsonSchema),
+      errors: [{ status: 400, code: 'INVALID_OPTIONS' }],
+      handle: async ({ query, params }, res) => {
+        const page = await guard(() => queueOf(params.name).listDead(query.cursor ?? null, query.limit));
+        res.json({ jobs: page.jobs.map(jobJson), next: page.next });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/admin/queues/:name/dead/redrive',
+      summary: 'Redrive the oldest dead jobs (at most `max` per shard)',
+      query: redriveAllQuerySchema,
+      params: { name },
+      responses: ok('how many were redriven', z.object({ redriven: z.int().min(0) })),
+      handle: async ({ query, params }, res) => {
+        res.json({ redriven: await queueOf(params.name).redriveAll(query.max) });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/admin/queues/:name/dead/:id/redrive',
+      summary: 'Redrive one dead job: due now, attempts counted afresh',
+      params: { name, id },
+      responses: ok('redriven', status('redriven')),
+      errors: [JOB_NOT_FOUND],
+      handle: async ({ params }, res) => {
+        if (!(await guard(() => queueOf(params.name).redrive(params.id)))) throw new AppError('JOB_NOT_FOUND', 404, 'no dead job with this id');
+        res.json({ status: 'redriven' });
+      },
+    }),
+    route({
+      method: 'delete',
+      path: '/admin/queues/:name/dead/:id',
+      summary: 'Delete one dead job',
+      params: { name, id },
+      responses: ok('deleted', status('deleted')),
+      errors: [JOB_NOT_FOUND],
+      handle: async ({ params }, res) => {
+        if (!(await guard(() => queueOf(params.name).deleteDead(params.id)))) throw new AppError('JOB_NOT_FOUND', 404, 'no dead job with this id');
+        res.json({ status: 'deleted' });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/lateness',
+      summary: 'How late jobs started (start minus due), per queue and second, over the last minutes',
+      description: 'Written by the workers, wherever they run, about once a second; kept 15 minutes.',
+      query: latenessQuerySchema,
+      responses: ok('a series per queue', latenessJsonSchema),
+      handle: async ({ query }, res) => {
+        const to = Date.now();
+        const from = to - query.minutes * 60_000;
+        const queues = await deps.lateness.read(names, from, to);
+        res.json({ from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucketsMs: LATENESS_BUCKETS_MS, queues });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/batches',
+      summary: 'The latest parcel batches of every area, newest first',
+      query: batchesQuerySchema,
+      responses: ok('the batches', recentBatchesJsonSchema),
+      errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
+      handle: async ({ query }, res) => {
+        const batches = await deps.recentBatches(query.limit);
+        res.json({
+          batches: batches.map((b) => ({
+            id: b.id,
+            area: b.areaCode,
+            vehiclePlate: b.vehiclePlate,
+            reason: b.reason,
+            parcels: b.parcelCount,
+            createdAt: b.createdAt.toISOString(),
+          })),
+        });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/reports',
+      summary: 'The latest daily reports (DAILY_REPORT_CRON), newest day first',
+      query: reportsQuerySchema,
+      responses: ok('the reports', dailyReportsJsonSchema),
+      errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
+      handle: async ({ query }, res) => {
+        const reports = await deps.dailyReports(query.limit);
+        res.json({ reports: reports.map((r) => ({ ...r, generatedAt: r.generatedAt.toISOString() })) });
+      },
+    }),
+  ];
+  return {
+    tag: 'admin',
+    description: 'The operators’ API. Needs `Authorization: Bearer <ADMIN_TOKEN>`; absent when ADMIN_TOKEN is unset.',
+    routes,
+    bearer: { prefix: '/admin', token: deps.token },
+  };
+}
+
+/** The engine checks job ids and cursors too: its refusal is the client's mistake, a 400. */
+async function guard<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    if (err instanceof QueueInputError) throw new AppError(err.code, 400, err.message);
+    throw err;
+  }
+}
+
+function jobJson(j: JobInfo): JobJson {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return { ...j, dueAt: iso(j.dueAt), leaseUntil: iso(j.leaseUntil), diedAt: iso(j.diedAt) };
+}

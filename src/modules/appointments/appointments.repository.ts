@@ -1,0 +1,192 @@
+// SQL of the appointments domain. Every change is one conditional statement on
+// the database clock; the reminder is written only by the statement that checks
+// the appointment still holds the slot the reminder was scheduled for.
+import type { Db } from '../../core/db.js';
+
+export type AppointmentRow = {
+  id: string;
+  customerId: string;
+  contact: string;
+  channel: 'SMS' | 'EMAIL';
+  status: 'BOOKED' | 'CANCELLED';
+  startsAt: Date;
+  remindBeforeSeconds: number;
+  remindAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  cancelledAt: Date | null;
+};
+
+const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS channel, status::text AS status,
+  starts_at AS "startsAt", remind_before_seconds AS "remindBeforeSeconds", remind_at AS "remindAt",
+  created_at AS "createdAt", updated_at AS "updatedAt", cancelled_at AS "cancelledAt"`;
+
+/**
+ * Marks CANCELLED the undelivered reminders of appointment $1 for any slot it
+ * no longer holds (every slot once cancelled), with reason $2. Run as its own
+ * statement after the change, in the change's transaction: in READ COMMITTED a
+ * statement sees only what committed before it started, and a reminder writer
+ * holding the row lock when the change started commits while the change waits
+ * for that lock. A CTE of the changing statement would miss that reminder and
+ * leave it to be delivered for a slot given up; this later statement sees it
+ * (and writers coming after the change wait for the lock, then find the slot gone).
+ */
+const WITHDRAW_REMINDERS = `UPDATE notifications n SET status = 'CANCELLED', last_error = $2
+     FROM appointments a
+    WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER' AND n.status IN ('PENDING', 'FAILED')
+      AND (a.status = 'CANCELLED'
+           OR n.dedupe_key <> 'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint)`;
+
+export type NewAppointment = {
+  id: string;
+  customerId: string;
+  contact: string;
+  channel: 'SMS' | 'EMAIL';
+  startsAt: Date;
+  remindBeforeSeconds: number;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+};
+
+/** Dedupe key of the reminder for one slot: at most one per (appointment, startsAt). */
+export const reminderKey = (appointmentId: string, startsAtMs: number) => `appointment-reminder:${appointmentId}:${startsAtMs}`;
+
+export function createAppointmentsRepository(db: Db) {
+  const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
+  return {
+    /** remind_at = starts_at - lead, or now when that has passed. */
+    insert(a: NewAppointment): Promise<AppointmentRow | null> {
+      return one(
+        db.$queryRawUnsafe<AppointmentRow[]>(
+          `INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+                                     created_at, updated_at, idempotency_key, request_hash)
+           VALUES ($1::uuid, $2, $3, $4::"Channel", $5::timestamptz, $6::int,
+                   GREATEST($5::timestamptz - make_interval(secs => $6::int), now()), now(), now(), $7, $8)
+           RETURNING ${COLUMNS}`,
+          a.id, a.customerId, a.contact, a.channel, a.startsAt, a.remindBeforeSeconds, a.idempotencyKey, a.requestHash,
+        ),
+      );
+    },
+
+    find(id: string): Promise<AppointmentRow | null> {
+      return one(db.$queryRawUnsafe<AppointmentRow[]>(`SELECT ${COLUMNS} FROM appointments WHERE id = $1::uuid`, id));
+    },
+
+    async findByIdempotencyKey(key: string): Promise<{ row: AppointmentRow; requestHash: string | null } | null> {
+      const rows = await db.$queryRawUnsafe<(AppointmentRow & { requestHash: string | null })[]>(
+        `SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = $1`,
+        key,
+      );
+      const r = rows[0];
+      if (!r) return null;
+      const { requestHash, ...row } = r;
+      return { row, requestHash };
+    },
+
+    /**
+     * BOOKED -> new slot and/or lead; null when not BOOKED (or missing). In the
+     * same transaction, undelivered reminders of other slots are withdrawn: a
+     * reminder must never go out for a slot the appointment no longer has.
+     */
+    async reschedule(id: string, startsAt: Date | null, lead: number | null): Promise<AppointmentRow | null> {
+      const [rows] = await db.$transaction([
+        db.$queryRawUnsafe<AppointmentRow[]>(
+          `UPDATE appointments
+              SET starts_at = COALESCE($2::timestamptz, starts_at),
+                  remind_before_seconds = COALESCE($3::int, remind_before_seconds),
+                  remind_at = GREATEST(COALESCE($2::timestamptz, starts_at)
+                                       - make_interval(secs => COALESCE($3::int, remind_before_seconds)), now()),
+                  updated_at = now()
+            WHERE id = $1::uuid AND status = 'BOOKED'
+           RETURNING ${COLUMNS}`,
+          id, startsAt, lead,
+        ),
+        db.$executeRawUnsafe(WITHDRAW_REMINDERS, id, 'appointment moved before the reminder was delivered'),
+      ]);
+      return rows[0] ?? null;
+    },
+
+    /** BOOKED -> CANCELLED, withdrawing undelivered reminders; null when it was not BOOKED. */
+    async cancel(id: string): Promise<AppointmentRow | null> {
+      const [rows] = await db.$transaction([
+        db.$queryRawUnsafe<AppointmentRow[]>(
+          `UPDATE appointments SET status = 'CANCELLED', cancelled_at = now(), updated_at = now()
+            WHERE id = $1::uuid AND status = 'BOOKED'
+           RETURNING ${COLUMNS}`,
+          id,
+        ),
+        db.$executeRawUnsafe(WITHDRAW_REMINDERS, id, 'appointment cancelled before the reminder was delivered'),
+      ]);
+      return rows[0] ?? null;
+    },
+
+    /**
+     * The reminder, in one statement: written only if the appointment is BOOKED,
+     * still starts at `startsAt` and its remind time has come (database clock),
+     * and only once per slot. Locks the row so a concurrent reschedule either
+     * commits first (no reminder for the old slot) or waits for this one (and
+     * then withdraws it if it is not delivered yet).
+     */
+    async writeReminder(id: string, startsAtMs: number): Promise<string | null> {
+      const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+        `WITH a AS (
+           SELECT id, customer_id, contact, channel, starts_at FROM appointments
+            -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
+            WHERE id = $1::uuid AND status = 'BOOKED' AND floor(extract(epoch FROM starts_at) * 1000)::bigint = $2::bigint
+              AND remind_at <= now()
+            FOR UPDATE
+         )
+         INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload)
+         SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER', $3, a.id, a.channel, a.contact,
+                jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
+                                   'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           FROM a
+         ON CONFLICT (dedupe_key) DO NOTHING
+         RETURNING id`,
+        id, startsAtMs, reminderKey(id, startsAtMs),
+      );
+      return rows[0]?.id ?? null;
+    },
+
+    /** The reminder row of one slot, if written. */
+    async findReminder(id: string, startsAtMs: number): Promise<{ id: string; status: string } | null> {
+      const rows = await db.$queryRawUnsafe<{ id: string; status: string }[]>(
+        `SELECT id, status::text AS status FROM notifications WHERE dedupe_key = $1`,
+        reminderKey(id, startsAtMs),
+      );
+      return rows[0] ?? null;
+    },
+
+    /**
+     * BOOKED appointments without a reminder for their current slot whose remind
+     * time passed more than `graceSeconds` ago (overdue) or comes within
+     * `horizonMs`, in remind order after a keyset cursor.
+     */
+    listUnreminded(graceSeconds: number, horizonMs: number, after: { remindAt: Date; id: string } | null, limit: number) {
+      return db.$queryRawUnsafe<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>(
+        `SELECT a.id, a.remind_at AS "remindAt", a.starts_at AS "startsAt",
+                a.remind_at < now() - make_interval(secs => $1::int) AS overdue
+           FROM appointments a
+          WHERE a.status = 'BOOKED'
+            AND (a.remind_at < now() - make_interval(secs => $1::int)
+                 OR (a.remind_at > now() AND a.remind_at <= now() + make_interval(secs => $2::double precision / 1000)))
+            AND ($3::timestamptz IS NULL OR (a.remind_at, a.id) > ($3::timestamptz, $4::uuid))
+            AND NOT EXISTS (
+              SELECT 1 FROM notifications n
+               WHERE n.dedupe_key = 'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint)
+          ORDER BY a.remind_at, a.id
+          LIMIT $5`,
+        graceSeconds, horizonMs, after?.remindAt ?? null, after?.id ?? null, limit,
+      );
+    },
+
+    listReminders(id: string) {
+      return db.notification.findMany({
+        where: { appointmentId: id, kind: 'APPOINTMENT_REMINDER' },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
+    },
+  };
+}
+
+export type AppointmentsRepository = ReturnType<typeof createAppointmentsRepository>;

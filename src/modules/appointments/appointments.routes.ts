@@ -1,0 +1,116 @@
+// HTTP edge of the appointments domain, as a route table: each route declares
+// its schemas and answers, then calls one service function and sends.
+import { AppError } from '../../core/errors.js';
+import { CREATED_HEADERS } from '../../core/http/idempotency-key.js';
+import { HTTP_ERRORS, route, type PathParam, type RouteTable } from '../../core/http/route.js';
+import type { AppointmentRow } from './appointments.repository.js';
+import {
+  type AppointmentJson,
+  type AppointmentWithRemindersJson,
+  appointmentIdSchema,
+  appointmentJsonSchema,
+  appointmentWithRemindersJsonSchema,
+  bookAppointmentSchema,
+  rescheduleAppointmentSchema,
+} from './appointments.schemas.js';
+import type { AppointmentsService } from './appointments.service.js';
+
+const id = { schema: appointmentIdSchema, status: 400, code: 'INVALID_APPOINTMENT_ID', message: () => 'an appointment id is a UUID' } satisfies PathParam;
+const NOT_FOUND = { status: 404, code: 'APPOINTMENT_NOT_FOUND' };
+const IN_PAST = { status: 422, code: 'STARTS_AT_IN_PAST' };
+const appointment = (description: string) => ({ description, schema: appointmentJsonSchema });
+
+function mustBeFuture(startsAt: Date | undefined): void {
+  if (startsAt && startsAt.getTime() <= Date.now()) throw new AppError(IN_PAST.code, IN_PAST.status, 'startsAt must be in the future');
+}
+
+export function appointmentsRoutes(service: AppointmentsService): RouteTable {
+  return {
+    tag: 'appointments',
+    description: 'Bookings: one reminder per slot, moved with the slot, withdrawn on cancel.',
+    errors: [HTTP_ERRORS.DATABASE_UNAVAILABLE],
+    routes: [
+      route({
+        method: 'post',
+        path: '/appointments',
+        summary: 'Book an appointment and schedule its reminder',
+        idempotencyKey: true,
+        body: bookAppointmentSchema,
+        responses: {
+          201: { ...appointment('the appointment, BOOKED'), headers: CREATED_HEADERS },
+        },
+        errors: [IN_PAST, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }],
+        handle: async ({ body, idempotencyKey }, res) => {
+          mustBeFuture(body.startsAt);
+          const { appointment: a, replayed } = await service.book(body, idempotencyKey);
+          if (replayed) res.set('Idempotent-Replayed', 'true');
+          res.status(201).location(`/appointments/${a.id}`).json(toJson(a));
+        },
+      }),
+      route({
+        method: 'get',
+        path: '/appointments/:id',
+        summary: 'Read an appointment with the reminders written for it',
+        params: { id },
+        responses: { 200: { description: 'the appointment and its reminders', schema: appointmentWithRemindersJsonSchema } },
+        errors: [NOT_FOUND],
+        handle: async ({ params }, res) => {
+          const [a, reminders] = await Promise.all([service.get(params.id), service.reminders(params.id)]);
+          const json: AppointmentWithRemindersJson = {
+            ...toJson(a),
+            reminders: reminders.map((n) => ({
+              id: n.id,
+              startsAt: (n.payload as { startsAt?: string }).startsAt ?? null,
+              status: n.status,
+              attempts: n.attempts,
+              createdAt: n.createdAt.toISOString(),
+              sentAt: n.sentAt?.toISOString() ?? null,
+            })),
+          };
+          res.json(json);
+        },
+      }),
+      route({
+        method: 'patch',
+        path: '/appointments/:id',
+        summary: 'Move an appointment (its reminder moves with it)',
+        description: 'Give startsAt, remindBeforeSeconds or both.',
+        params: { id },
+        body: rescheduleAppointmentSchema,
+        responses: { 200: appointment('the appointment') },
+        errors: [NOT_FOUND, IN_PAST, { status: 409, code: 'APPOINTMENT_CANCELLED' }],
+        handle: async ({ params, body }, res) => {
+          mustBeFuture(body.startsAt);
+          res.json(toJson(await service.reschedule(params.id, body)));
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/appointments/:id/cancel',
+        summary: 'Cancel an appointment (its reminder is withdrawn)',
+        params: { id },
+        responses: { 200: appointment('the appointment, CANCELLED') },
+        errors: [NOT_FOUND],
+        handle: async ({ params }, res) => {
+          res.json(toJson(await service.cancel(params.id)));
+        },
+      }),
+    ],
+  };
+}
+
+function toJson(a: AppointmentRow): AppointmentJson {
+  return {
+    id: a.id,
+    customerId: a.customerId,
+    contact: a.contact,
+    channel: a.channel === 'SMS' ? 'sms' : 'email',
+    status: a.status,
+    startsAt: a.startsAt.toISOString(),
+    remindBeforeSeconds: a.remindBeforeSeconds,
+    remindAt: a.remindAt.toISOString(),
+    createdAt: a.createdAt.toISOString(),
+    updatedAt: a.updatedAt.toISOString(),
+    cancelledAt: a.cancelledAt?.toISOString() ?? null,
+  };
+}

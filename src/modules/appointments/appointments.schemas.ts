@@ -1,0 +1,60 @@
+// Request shapes of the appointments API, validated by zod at the edge.
+import { z } from 'zod';
+import { plainText } from '../../core/http/plain-text.js';
+
+// An ISO-8601 instant with an explicit offset (Z or +hh:mm): a local time without
+// one would mean different instants on different servers.
+const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
+
+export const channelSchema = z.enum(['sms', 'email']);
+const lead = z.int().min(0).max(2_592_000);
+
+export const bookAppointmentSchema = z.strictObject({
+  customerId: plainText(1, 64),
+  contact: plainText(3, 254),
+  channel: channelSchema,
+  startsAt: instant,
+  remindBeforeSeconds: lead.optional(),
+});
+export type BookAppointmentInput = z.infer<typeof bookAppointmentSchema>;
+
+export const rescheduleAppointmentSchema = z
+  .strictObject({ startsAt: instant.optional(), remindBeforeSeconds: lead.optional() })
+  .refine((v) => v.startsAt !== undefined || v.remindBeforeSeconds !== undefined, {
+    message: 'give startsAt, remindBeforeSeconds or both',
+  });
+export type RescheduleAppointmentInput = z.infer<typeof rescheduleAppointmentSchema>;
+
+export const appointmentIdSchema = z.uuid();
+
+// Answer shapes, for the OpenAPI document (the serialisers in appointments.routes.ts are typed by them).
+const instantOut = z.iso.datetime();
+export const appointmentJsonSchema = z.object({
+  id: z.uuid(),
+  customerId: z.string(),
+  contact: z.string(),
+  channel: channelSchema,
+  status: z.enum(['BOOKED', 'CANCELLED']),
+  startsAt: instantOut,
+  remindBeforeSeconds: z.int(),
+  remindAt: instantOut,
+  createdAt: instantOut,
+  updatedAt: instantOut,
+  cancelledAt: instantOut.nullable(),
+});
+export type AppointmentJson = z.input<typeof appointmentJsonSchema>;
+
+export const appointmentWithRemindersJsonSchema = appointmentJsonSchema.extend({
+  reminders: z.array(
+    z.object({
+      id: z.uuid(),
+      /** The slot the reminder was written for. */
+      startsAt: z.string().nullable(),
+      status: z.enum(['PENDING', 'SENT', 'FAILED', 'CANCELLED']),
+      attempts: z.int(),
+      createdAt: instantOut,
+      sentAt: instantOut.nullable(),
+    }),
+  ),
+});
+export type AppointmentWithRemindersJson = z.input<typeof appointmentWithRemindersJsonSchema>;

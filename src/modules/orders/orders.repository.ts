@@ -1,0 +1,225 @@
+// SQL of the orders domain. Every state change is one conditional statement
+// judged by the database clock (now()); a count of 0 means "already settled".
+import { Prisma } from '../../generated/prisma/client.js';
+import type { Db } from '../../core/db.js';
+
+export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
+export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
+
+export type OrderItemRow = { sku: string; quantity: number; unitPriceCents: number };
+export type OrderRow = {
+  id: string;
+  customerId: string;
+  status: OrderStatus;
+  currency: string;
+  totalCents: number;
+  createdAt: Date;
+  expiresAt: Date;
+  paidAt: Date | null;
+  paymentRef: string | null;
+  cancelledAt: Date | null;
+  cancelReason: CancelReason | null;
+  items: OrderItemRow[];
+};
+
+export type NewOrder = {
+  id: string;
+  customerId: string;
+  currency: string;
+  totalCents: number;
+  timeoutSeconds: number;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  items: OrderItemRow[];
+};
+
+type CancelledRow = { id: string; notification_id: string | null };
+
+type RawOrder = {
+  id: string;
+  customer_id: string;
+  status: OrderStatus;
+  currency: string;
+  total_cents: bigint | number;
+  created_at: Date;
+  expires_at: Date;
+  paid_at: Date | null;
+  payment_ref: string | null;
+  cancelled_at: Date | null;
+  cancel_reason: CancelReason | null;
+  request_hash: string | null;
+  items: OrderItemRow[];
+};
+
+/**
+ * An order with its items in one query (no second round trip for the items).
+ * `from` names the rows as `o`: the table with a WHERE, or a CTE.
+ */
+function orderSelect(from: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    SELECT o.id::text AS id, o.customer_id, o.status::text AS status, o.currency, o.total_cents, o.created_at,
+           o.expires_at, o.paid_at, o.payment_ref, o.cancelled_at, o.cancel_reason::text AS cancel_reason, o.request_hash,
+           (SELECT coalesce(json_agg(json_build_object('sku', i.sku, 'quantity', i.quantity, 'unitPriceCents', i.unit_price_cents)
+                                     ORDER BY i.position), '[]'::json)
+              FROM order_items i WHERE i.order_id = o.id) AS items
+      FROM ${from}`;
+}
+
+function toRow(o: RawOrder): OrderRow {
+  return {
+    id: o.id,
+    customerId: o.customer_id,
+    status: o.status,
+    currency: o.currency,
+    totalCents: Number(o.total_cents),
+    createdAt: o.created_at,
+    expiresAt: o.expires_at,
+    paidAt: o.paid_at,
+    paymentRef: o.payment_ref,
+    cancelledAt: o.cancelled_at,
+    cancelReason: o.cancel_reason,
+    items: o.items,
+  };
+}
+
+/** The cancelling statement, shared by the expiry handler, the customer and the reconciliation pass. */
+function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
+  return Prisma.sql`
+    WITH c AS (
+      UPDATE orders
+         SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = ${reason}::"CancelReason"
+       WHERE status = 'UNPAID' AND ${target}
+      RETURNING id, customer_id, total_cents, currency
+    ), n AS (
+      INSERT INTO notifications (id, kind, dedupe_key, order_id, payload)
+      SELECT gen_random_uuid(), 'ORDER_CANCELLED', 'order-cancelled:' || c.id, c.id,
+             jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', ${reason}::text,
+                                'totalCents', c.total_cents, 'currency', c.currency)
+        FROM c
+      ON CONFLICT (dedupe_key) DO NOTHING
+      RETURNING id, order_id
+    )
+    SELECT c.id, n.id AS notification_id FROM c LEFT JOIN n ON n.order_id = c.id`;
+}
+
+export function createOrdersRepository(db: Db) {
+  return {
+    /**
+     * Inserts orders and their items in one statement (one round trip, atomic:
+     * all or none); created_at and expires_at come from the database clock.
+     * Answers in input order.
+     */
+    async insertMany(orders: readonly NewOrder[]): Promise<OrderRow[]> {
+      const items = orders.flatMap((o) => o.items.map((it, position) => ({ orderId: o.id, position, ...it })));
+      const rows = await db.$queryRaw<{ id: string; created_at: Date; expires_at: Date }[]>`
+        WITH o AS (
+          INSERT INTO orders (id, customer_id, currency, total_cents, created_at, expires_at, idempotency_key, request_hash)
+          SELECT t.id, t.customer_id, t.currency, t.total_cents, now(), now() + make_interval(secs => t.timeout_s), t.idem_key, t.req_hash
+            FROM unnest(${orders.map((o) => o.id)}::uuid[], ${orders.map((o) => o.customerId)}::text[],
+                        ${orders.map((o) => o.currency)}::text[], ${orders.map((o) => o.totalCents)}::bigint[],
+                        ${orders.map((o) => o.timeoutSeconds)}::int[], ${orders.map((o) => o.idempotencyKey)}::text[],
+                        ${orders.map((o) => o.requestHash)}::text[])
+                 AS t(id, customer_id, currency, total_cents, timeout_s, idem_key, req_hash)
+          RETURNING id, created_at, expires_at
+        ), i AS (
+          INSERT INTO order_items (order_id, position, sku, quantity, unit_price_cents)
+          SELECT o.id, t.position, t.sku, t.quantity, t.price
+            FROM unnest(${items.map((i) => i.orderId)}::uuid[], ${items.map((i) => i.position)}::int[],
+                        ${items.map((i) => i.sku)}::text[], ${items.map((i) => i.quantity)}::int[],
+                        ${items.map((i) => i.unitPriceCents)}::int[]) AS t(order_id, position, sku, quantity, price)
+            JOIN o ON o.id = t.order_id
+        )
+        SELECT id::text AS id, created_at, expires_at FROM o`;
+      const times = new Map(rows.map((r) => [r.id, r]));
+      return orders.map((o) => {
+        const r = times.get(o.id);
+        if (!r) throw new Error(`order ${o.id} was not inserted`);
+        return {
+          id: o.id,
+          customerId: o.customerId,
+          status: 'UNPAID',
+          currency: o.currency,
+          totalCents: o.totalCents,
+          createdAt: r.created_at,
+          expiresAt: r.expires_at,
+          paidAt: null,
+          paymentRef: null,
+          cancelledAt: null,
+          cancelReason: null,
+          items: o.items.map((i) => ({ sku: i.sku, quantity: i.quantity, unitPriceCents: i.unitPriceCents })),
+        };
+      });
+    },
+
+    async find(id: string): Promise<OrderRow | null> {
+      const [o] = await db.$queryRaw<RawOrder[]>(orderSelect(Prisma.sql`orders o WHERE o.id = ${id}::uuid`));
+      return o ? toRow(o) : null;
+    },
+
+    async findByIdempotencyKey(key: string): Promise<{ order: OrderRow; requestHash: string | null } | null> {
+      const [o] = await db.$queryRaw<RawOrder[]>(orderSelect(Prisma.sql`orders o WHERE o.idempotency_key = ${key}`));
+      return o ? { order: toRow(o), requestHash: o.request_hash } : null;
+    },
+
+    /** UNPAID and inside its window by the database clock -> PAID; the paid order, or null when nothing changed. */
+    async pay(id: string, paymentRef: string | null): Promise<OrderRow | null> {
+      const [o] = await db.$queryRaw<RawOrder[]>`
+        WITH paid AS (
+          UPDATE orders SET status = 'PAID', paid_at = now(), payment_ref = ${paymentRef}
+           WHERE id = ${id}::uuid AND status = 'UNPAID' AND expires_at > now()
+          RETURNING *
+        ) ${orderSelect(Prisma.sql`paid o`)}`;
+      return o ? toRow(o) : null;
+    },
+
+    /** Status and whether the payment window has closed, by the database clock. */
+    async state(id: string): Promise<{ status: OrderStatus; expired: boolean; expiresAt: Date } | null> {
+      const rows = await db.$queryRaw<{ status: OrderStatus; expired: boolean; expires_at: Date }[]>`
+        SELECT status::text AS status, expires_at <= now() AS expired, expires_at FROM orders WHERE id = ${id}::uuid`;
+      const r = rows[0];
+      return r ? { status: r.status, expired: r.expired, expiresAt: r.expires_at } : null;
+    },
+
+    /**
+     * Cancels one UNPAID order (only once its window closed, for a timeout) with its
+     * outbox row; returns the new notification's id, or null when nothing changed.
+     */
+    async cancel(id: string, reason: CancelReason): Promise<{ notificationId: string | null } | null> {
+      const target =
+        reason === 'PAYMENT_TIMEOUT'
+          ? Prisma.sql`id = ${id}::uuid AND expires_at <= now()`
+          : Prisma.sql`id = ${id}::uuid`;
+      const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(target, reason));
+      const r = rows[0];
+      return r ? { notificationId: r.notification_id } : null;
+    },
+
+    /** Cancels up to `limit` orders unpaid for longer than `graceSeconds` past their deadline; returns their notification ids. */
+    async cancelOverdue(graceSeconds: number, limit: number): Promise<{ cancelled: number; notificationIds: string[] }> {
+      const target = Prisma.sql`id IN (
+        SELECT id FROM orders
+         WHERE status = 'UNPAID' AND expires_at < now() - make_interval(secs => ${graceSeconds})
+         ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+      const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(target, 'PAYMENT_TIMEOUT'));
+      return { cancelled: rows.length, notificationIds: rows.flatMap((r) => (r.notification_id ? [r.notification_id] : [])) };
+    },
+
+    /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */
+    async listUnpaid(until: Date, after: { expiresAt: Date; id: string } | null, limit: number) {
+      return db.order.findMany({
+        where: {
+          status: 'UNPAID',
+          expiresAt: { lte: until },
+          ...(after && {
+            OR: [{ expiresAt: { gt: after.expiresAt } }, { expiresAt: after.expiresAt, id: { gt: after.id } }],
+          }),
+        },
+        orderBy: [{ expiresAt: 'asc' }, { id: 'asc' }],
+        take: limit,
+        select: { id: true, expiresAt: true },
+      });
+    },
+  };
+}
+
+export type OrdersRepository = ReturnType<typeof createOrdersRepository>;

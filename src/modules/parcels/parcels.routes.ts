@@ -1,0 +1,142 @@
+// HTTP edge of parcel batching (areas, parcel intake, batches), as a route
+// table: each route declares its schemas and answers, then calls the service.
+import { z } from 'zod';
+import { HTTP_ERRORS, route, type PathParam, type RouteTable } from '../../core/http/route.js';
+import type { ParcelRow } from './parcels.repository.js';
+import {
+  type BatchJson,
+  type ParcelJson,
+  areaCodeSchema,
+  areaJsonSchema,
+  areaStateJsonSchema,
+  batchIdSchema,
+  batchJsonSchema,
+  listBatchesSchema,
+  parcelJsonSchema,
+  postParcelSchema,
+  putAreaSchema,
+  trackingNoSchema,
+} from './parcels.schemas.js';
+import type { ParcelsService } from './parcels.service.js';
+
+const code = { schema: areaCodeSchema, status: 400, code: 'INVALID_AREA_CODE', message: () => 'an area code is 1..32 of [A-Za-z0-9_-]' } satisfies PathParam;
+const trackingNo = { schema: trackingNoSchema, status: 400, code: 'INVALID_TRACKING_NO', message: () => 'a tracking number is 1..64 printable characters' } satisfies PathParam;
+const batchId = { schema: batchIdSchema, status: 400, code: 'INVALID_BATCH_ID', message: () => 'a batch id is a UUID' } satisfies PathParam;
+
+export function parcelsRoutes(service: ParcelsService): RouteTable {
+  return {
+    tag: 'parcels',
+    description: 'Parcel batching: per delivery area, parcels are batched at a size or after a maximum wait.',
+    errors: [HTTP_ERRORS.DATABASE_UNAVAILABLE],
+    routes: [
+      route({
+        method: 'put',
+        path: '/areas/:code',
+        summary: 'Create or update a delivery area',
+        params: { code },
+        body: putAreaSchema,
+        responses: { 200: { description: 'the area', schema: areaJsonSchema } },
+        handle: async ({ params, body }, res) => {
+          const a = await service.putArea(params.code, body.vehiclePlate, body.sorterContact);
+          res.json({ code: a.code, vehiclePlate: a.vehiclePlate, sorterContact: a.sorterContact });
+        },
+      }),
+      route({
+        method: 'get',
+        path: '/areas/:code',
+        summary: 'Read an area with its waiting parcels',
+        params: { code },
+        responses: { 200: { description: 'the area and what waits in it', schema: areaStateJsonSchema } },
+        errors: [{ status: 404, code: 'AREA_NOT_FOUND' }],
+        handle: async ({ params }, res) => {
+          const { area, waiting } = await service.getArea(params.code);
+          res.json({
+            code: area.code,
+            vehiclePlate: area.vehiclePlate,
+            sorterContact: area.sorterContact,
+            waiting: waiting.count,
+            firstArrivalAt: waiting.firstArrivalAt?.toISOString() ?? null,
+          });
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/parcels',
+        summary: 'Take in a parcel for its area',
+        body: postParcelSchema,
+        responses: {
+          202: { description: 'a new parcel, WAITING (or BATCHED when it completed a batch)', schema: parcelJsonSchema },
+          200: { description: 'the same tracking number again, same area: the parcel as it is', schema: parcelJsonSchema },
+        },
+        errors: [{ status: 409, code: 'TRACKING_NO_CONFLICT' }, { status: 422, code: 'UNKNOWN_AREA' }],
+        handle: async ({ body }, res) => {
+          const { parcel, created } = await service.intake(body.trackingNo, body.area);
+          res.status(created ? 202 : 200).json(parcelJson(parcel));
+        },
+      }),
+      route({
+        method: 'get',
+        path: '/parcels/:trackingNo',
+        summary: 'Read a parcel',
+        params: { trackingNo },
+        responses: { 200: { description: 'the parcel', schema: parcelJsonSchema } },
+        errors: [{ status: 404, code: 'PARCEL_NOT_FOUND' }],
+        handle: async ({ params }, res) => {
+          res.json(parcelJson(await service.getParcel(params.trackingNo)));
+        },
+      }),
+      route({
+        method: 'get',
+        path: '/batches/:id',
+        summary: 'Read a batch',
+        params: { id: batchId },
+        responses: { 200: { description: 'the batch', schema: batchJsonSchema } },
+        errors: [{ status: 404, code: 'BATCH_NOT_FOUND' }],
+        handle: async ({ params }, res) => {
+          res.json(batchJson(await service.getBatch(params.id)));
+        },
+      }),
+      route({
+        method: 'get',
+        path: '/batches',
+        summary: "An area's latest batches, newest first",
+        query: listBatchesSchema,
+        responses: { 200: { description: 'the batches', schema: z.object({ batches: z.array(batchJsonSchema) }) } },
+        handle: async ({ query }, res) => {
+          res.json({ batches: (await service.listBatches(query.area, query.limit)).map(batchJson) });
+        },
+      }),
+    ],
+  };
+}
+
+function parcelJson(p: ParcelRow): ParcelJson {
+  return {
+    trackingNo: p.trackingNo,
+    area: p.areaCode,
+    status: p.status,
+    batchId: p.batchId,
+    createdAt: p.createdAt.toISOString(),
+    batchedAt: p.batchedAt?.toISOString() ?? null,
+  };
+}
+
+type BatchWithParcels = {
+  id: string;
+  areaCode: string;
+  vehiclePlate: string;
+  reason: 'FULL' | 'TIMEOUT';
+  createdAt: Date;
+  parcels: { trackingNo: string }[];
+};
+
+function batchJson(b: BatchWithParcels): BatchJson {
+  return {
+    id: b.id,
+    area: b.areaCode,
+    vehiclePlate: b.vehiclePlate,
+    reason: b.reason,
+    parcels: b.parcels.map((p) => p.trackingNo),
+    createdAt: b.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,55 @@
+// Request shapes of the parcels API. Area codes become part of Redis keys, so
+// they are held to a strict pattern here, before anything else sees them.
+import { z } from 'zod';
+import { plainText } from '../../core/http/plain-text.js';
+import { BATCH_GROUP_PATTERN } from '../../queue/keys.js';
+
+export const areaCodeSchema = z.string().regex(BATCH_GROUP_PATTERN, 'an area code is 1..32 of [A-Za-z0-9_-]');
+
+export const putAreaSchema = z.strictObject({
+  vehiclePlate: plainText(1, 16).trim(),
+  sorterContact: plainText(3, 254).trim(),
+});
+
+// Printable, no spaces at the ends: tracking numbers are printed on labels.
+export const trackingNoSchema = z.string().regex(/^[\x21-\x7e]([\x20-\x7e]{0,62}[\x21-\x7e])?$/, 'a tracking number is 1..64 printable characters');
+
+export const postParcelSchema = z.strictObject({
+  trackingNo: trackingNoSchema,
+  area: areaCodeSchema,
+});
+
+export const batchIdSchema = z.uuid();
+
+export const listBatchesSchema = z.strictObject({
+  area: areaCodeSchema,
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+// Answer shapes, for the OpenAPI document (the serialisers in parcels.routes.ts are typed by them).
+const instantOut = z.iso.datetime();
+export const areaJsonSchema = z.object({ code: z.string(), vehiclePlate: z.string(), sorterContact: z.string() });
+export const areaStateJsonSchema = areaJsonSchema.extend({
+  /** Parcels waiting for a batch (from PostgreSQL). */
+  waiting: z.int(),
+  firstArrivalAt: instantOut.nullable(),
+});
+export const parcelJsonSchema = z.object({
+  trackingNo: z.string(),
+  area: z.string(),
+  status: z.enum(['WAITING', 'BATCHED']),
+  batchId: z.uuid().nullable(),
+  createdAt: instantOut,
+  batchedAt: instantOut.nullable(),
+});
+export type ParcelJson = z.input<typeof parcelJsonSchema>;
+export const batchJsonSchema = z.object({
+  id: z.uuid(),
+  area: z.string(),
+  vehiclePlate: z.string(),
+  reason: z.enum(['FULL', 'TIMEOUT']),
+  /** Tracking numbers, in arrival order. */
+  parcels: z.array(z.string()),
+  createdAt: instantOut,
+});
+export type BatchJson = z.input<typeof batchJsonSchema>;

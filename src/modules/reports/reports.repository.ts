@@ -1,0 +1,85 @@
+// SQL of the daily report: one statement computes a local calendar day's
+// figures from the domains' tables and stores them under (day, time zone),
+// replacing an earlier run of the same day, so a repeated run is harmless.
+import type { Db } from '../../core/db.js';
+
+export type DailyFigures = {
+  orders: { created: number; paid: number; paidCents: number; cancelledTimeout: number; cancelledCustomer: number };
+  reminders: { written: number; sent: number; failed: number };
+  notifications: { sent: number; failed: number };
+  parcels: { received: number; batched: number; maxWaitSeconds: number | null; avgWaitSeconds: number | null };
+  batches: { full: number; timeout: number };
+};
+
+export type DailyReport = { day: string; timezone: string; figures: DailyFigures; generatedAt: Date };
+
+type Row = { day: string; timezone: string; figures: DailyFigures; generated_at: Date };
+
+const toReport = (r: Row): DailyReport => ({ day: r.day, timezone: r.timezone, figures: r.figures, generatedAt: r.generated_at });
+
+export function createReportsRepository(db: Db) {
+  return {
+    /** Computes and stores the figures of `day` (YYYY-MM-DD) in `timezone`: [local midnight, next local midnight). */
+    async generate(day: string, timezone: string): Promise<DailyReport> {
+      const [row] = await db.$queryRaw<Row[]>`
+        WITH b AS (
+          SELECT (${day}::date)::timestamp AT TIME ZONE ${timezone} AS lo,
+                 (${day}::date + 1)::timestamp AT TIME ZONE ${timezone} AS hi
+        ), o AS (
+          SELECT count(*) FILTER (WHERE created_at >= lo AND created_at < hi) AS created,
+                 count(*) FILTER (WHERE paid_at >= lo AND paid_at < hi) AS paid,
+                 coalesce(sum(total_cents) FILTER (WHERE paid_at >= lo AND paid_at < hi), 0) AS paid_cents,
+                 count(*) FILTER (WHERE cancelled_at >= lo AND cancelled_at < hi AND cancel_reason = 'PAYMENT_TIMEOUT') AS c_timeout,
+                 count(*) FILTER (WHERE cancelled_at >= lo AND cancelled_at < hi AND cancel_reason = 'CUSTOMER') AS c_customer
+            FROM orders, b
+           WHERE (created_at >= lo AND created_at < hi) OR (paid_at >= lo AND paid_at < hi) OR (cancelled_at >= lo AND cancelled_at < hi)
+        ), n AS (
+          SELECT count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND created_at >= lo AND created_at < hi) AS r_written,
+                 count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND sent_at >= lo AND sent_at < hi) AS r_sent,
+                 count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND status = 'FAILED' AND created_at >= lo AND created_at < hi) AS r_failed,
+                 count(*) FILTER (WHERE sent_at >= lo AND sent_at < hi) AS sent,
+                 count(*) FILTER (WHERE status = 'FAILED' AND created_at >= lo AND created_at < hi) AS failed
+            FROM notifications, b
+           WHERE (created_at >= lo AND created_at < hi) OR (sent_at >= lo AND sent_at < hi)
+        ), p AS (
+          SELECT count(*) FILTER (WHERE created_at >= lo AND created_at < hi) AS received,
+                 count(*) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS batched,
+                 max(extract(epoch FROM batched_at - created_at)) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS max_wait,
+                 avg(extract(epoch FROM batched_at - created_at)) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS avg_wait
+            FROM parcels, b
+           WHERE (created_at >= lo AND created_at < hi) OR (batched_at >= lo AND batched_at < hi)
+        ), t AS (
+          SELECT count(*) FILTER (WHERE reason = 'FULL') AS full_batches, count(*) FILTER (WHERE reason = 'TIMEOUT') AS timeout_batches
+            FROM batches, b WHERE created_at >= lo AND created_at < hi
+        )
+        INSERT INTO daily_reports (day, timezone, figures, generated_at)
+        SELECT ${day}::date, ${timezone}, jsonb_build_object(
+                 'orders', jsonb_build_object('created', o.created, 'paid', o.paid, 'paidCents', o.paid_cents,
+                                              'cancelledTimeout', o.c_timeout, 'cancelledCustomer', o.c_customer),
+                 'reminders', jsonb_build_object('written', n.r_written, 'sent', n.r_sent, 'failed', n.r_failed),
+                 'notifications', jsonb_build_object('sent', n.sent, 'failed', n.failed),
+                 'parcels', jsonb_build_object('received', p.received, 'batched', p.batched,
+                                               'maxWaitSeconds', round(p.max_wait::numeric, 3), 'avgWaitSeconds', round(p.avg_wait::numeric, 3)),
+                 'batches', jsonb_build_object('full', t.full_batches, 'timeout', t.timeout_batches)), now()
+          FROM o, n, p, t
+        ON CONFLICT (day, timezone) DO UPDATE SET figures = EXCLUDED.figures, generated_at = EXCLUDED.generated_at
+        RETURNING to_char(day, 'YYYY-MM-DD') AS day, timezone, figures, generated_at`;
+      return toReport(row as Row);
+    },
+
+    /** Throws unless PostgreSQL knows the time zone (it knows fewer names than Node's Intl). */
+    async checkTimezone(timezone: string): Promise<void> {
+      await db.$queryRaw`SELECT now() AT TIME ZONE ${timezone}`;
+    },
+
+    /** The latest reports, newest day first. */
+    async latest(limit: number): Promise<DailyReport[]> {
+      const rows = await db.$queryRaw<Row[]>`
+        SELECT to_char(day, 'YYYY-MM-DD') AS day, timezone, figures, generated_at
+          FROM daily_reports ORDER BY day DESC, timezone LIMIT ${limit}`;
+      return rows.map(toReport);
+    },
+  };
+}
+
+export type ReportsRepository = ReturnType<typeof createReportsRepository>;

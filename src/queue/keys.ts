@@ -1,0 +1,75 @@
+// Every Redis key and channel name of the delay queue is built here, and only here.
+// One hash tag per queue shard ({queue:shard}) keeps each script inside one
+// Redis Cluster slot.
+
+export type ShardKeys = {
+  readonly due: string;
+  readonly inflight: string;
+  readonly jobs: string;
+  readonly dead: string;
+  readonly errors: string;
+  /** Last fencing token handed out in the shard. */
+  readonly seq: string;
+  /** Pub/Sub channel announcing a new head of the due set. */
+  readonly wake: string;
+};
+
+export const QUEUE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,47}$/;
+
+export function shardKeys(prefix: string, queue: string, shard: number): ShardKeys {
+  const base = `${prefix}:{${queue}:${shard}}:`;
+  return {
+    due: `${base}due`,
+    inflight: `${base}inflight`,
+    jobs: `${base}jobs`,
+    dead: `${base}dead`,
+    errors: `${base}errors`,
+    seq: `${base}seq`,
+    wake: `${base}wake`,
+  };
+}
+
+/** FNV-1a over the id's UTF-16 code units: stable across processes and cheap. */
+export function shardOf(jobId: string, shards: number): number {
+  if (shards === 1) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < jobId.length; i++) {
+    h ^= jobId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % shards;
+}
+
+export type BatcherShardKeys = {
+  /** ZSET group -> first arrival of its waiting items. */
+  readonly groups: string;
+  /** Prefix of the per-group item ZSETs (prefix + group name). */
+  readonly itemsPrefix: string;
+  /** Pub/Sub channel announcing a group that became the earliest waiting one. */
+  readonly wake: string;
+};
+
+/** Group names become part of a key: callers validate them against this first. */
+export const BATCH_GROUP_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+
+export function batcherKeys(prefix: string, name: string, shard: number): BatcherShardKeys {
+  const base = `${prefix}:{${name}:${shard}}:`;
+  return { groups: `${base}groups`, itemsPrefix: `${base}items:`, wake: `${base}wake` };
+}
+
+export type LatenessKeys = {
+  /** HASH per second of the minute: "<s>:n" jobs started, "<s>:sum" ms late in total, "<s>:b<i>" jobs per lateness bucket. */
+  readonly summary: string;
+  /** ZSET second of the minute -> the latest start in it (ms), raised with ZADD GT. */
+  readonly max: string;
+};
+
+/**
+ * Lateness summaries of one queue for the minute starting at `minuteMs` (ms
+ * since epoch, a whole minute). One hash tag per queue keeps a minute's two
+ * keys, and a reader's pipeline over the minutes, in one Cluster slot.
+ */
+export function latenessKeys(prefix: string, queue: string, minuteMs: number): LatenessKeys {
+  const base = `${prefix}:{${queue}:lateness}:${minuteMs}:`;
+  return { summary: `${base}sum`, max: `${base}max` };
+}

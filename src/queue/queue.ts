@@ -1,0 +1,275 @@
+// The producer and operator side of one delay queue: schedule, reschedule and
+// cancel by id, look jobs up, count them, and redrive or delete dead jobs.
+// Input is validated (schedule-input.ts) before anything is written.
+import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff.js';
+import { listDeadPage } from './dead-letters.js';
+import { QUEUE_NAME_PATTERN, type ShardKeys, shardKeys, shardOf } from './keys.js';
+import { isCluster } from './redis-client.js';
+import { JOB_TYPE_PATTERN, parseRecord } from './record.js';
+import {
+  type Prepared,
+  STATUS,
+  type ScheduleInput,
+  type ScheduleResult,
+  type When,
+  callsOf,
+  checkId,
+  checkMaxAttempts,
+  decodePayload,
+  invalidOptions,
+  prepareJob,
+  timeOf,
+} from './schedule-input.js';
+import {
+  CancelCode,
+  type RedisClient,
+  type ScheduleCode,
+  type ScheduleHeader,
+  runCancel,
+  runDeleteDead,
+  runInspect,
+  runRedrive,
+  runSchedule,
+  runStats,
+} from './scripts.js';
+
+export type JobTypeOptions = {
+  /** Deliveries before the job goes to the dead set (default 5). */
+  readonly maxAttempts?: number;
+  readonly backoff?: BackoffPolicy;
+};
+
+export type QueueOptions = {
+  readonly name: string;
+  /** Job types this queue accepts; scheduling any other type is an error. */
+  readonly types: Readonly<Record<string, JobTypeOptions>>;
+  /** Shards (job id hash mod shards), each on its own hash tag. Default 1. */
+  readonly shards?: number;
+  /** Key prefix, default "dq". */
+  readonly prefix?: string;
+  /** Largest accepted payload after JSON encoding, in bytes. Default 64 KiB. */
+  readonly maxPayloadBytes?: number;
+};
+
+export type { ScheduleInput, ScheduleMode, ScheduleResult, When } from './schedule-input.js';
+export { decodePayload } from './schedule-input.js';
+
+export type JobState = 'pending' | 'in_flight' | 'dead';
+export type JobInfo = {
+  readonly id: string;
+  readonly state: JobState;
+  readonly type: string;
+  readonly payload: unknown;
+  /** Deliveries so far. */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  /** pending: when it is due; in_flight: null (see leaseUntil); dead: null (see diedAt). */
+  readonly dueAt: number | null;
+  readonly leaseUntil: number | null;
+  readonly diedAt: number | null;
+  readonly lastError: string | null;
+};
+
+export type QueueStats = {
+  readonly queue: string;
+  readonly shard: number | 'all';
+  readonly pending: number;
+  readonly dueNow: number;
+  readonly inFlight: number;
+  readonly dead: number;
+  readonly nextDueAt: number | null;
+  /** How long the oldest due job has waited past its due time (ms), 0 if none. */
+  readonly oldestDueLagMs: number;
+};
+
+export const DEFAULT_MAX_ATTEMPTS = 5;
+
+export type Queue = ReturnType<typeof createQueue>;
+
+export function createQueue(redis: RedisClient, options: QueueOptions) {
+  const name = options.name;
+  const shards = options.shards ?? 1;
+  const prefix = options.prefix ?? 'dq';
+  const maxPayloadBytes = options.maxPayloadBytes ?? 64 * 1024;
+  if (!QUEUE_NAME_PATTERN.test(name)) invalidOptions(`queue name must match ${QUEUE_NAME_PATTERN}: ${name}`);
+  if (!Number.isInteger(shards) || shards < 1 || shards > 1024) invalidOptions(`shards must be 1..1024: ${shards}`);
+  for (const [type, t] of Object.entries(options.types)) {
+    if (!JOB_TYPE_PATTERN.test(type)) invalidOptions(`job type must match ${JOB_TYPE_PATTERN}: ${type}`);
+    if (t.maxAttempts !== undefined) checkMaxAttempts(t.maxAttempts);
+  }
+  const keys: ShardKeys[] = Array.from({ length: shards }, (_, s) => shardKeys(prefix, name, s));
+  const scheduledListeners: ((count: number) => void)[] = [];
+  const announce = (count: number) => {
+    if (count > 0) for (const l of scheduledListeners) l(count);
+  };
+  const keysOf = (id: string): ShardKeys => keys[shardOf(id, shards)] as ShardKeys;
+
+  function maxAttemptsOf(type: string, override: number | undefined): number {
+    return override ?? options.types[type]?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  }
+
+  const prepare = (input: ScheduleInput): Prepared => prepareJob(input, name, options.types, maxPayloadBytes);
+
+  /**
+   * Bulk schedule, results in input order. Every job is validated before any is
+   * written; then each shard gets script calls of up to CALL_JOBS consecutive
+   * jobs with equal settings. Each call is atomic, the bulk as a whole is not:
+   * after a failure, some jobs may be scheduled (scheduling again is idempotent).
+   */
+  async function scheduleMany(inputs: readonly ScheduleInput[]): Promise<ScheduleResult[]> {
+    const prepared = inputs.map(prepare); // validate all before writing any
+    const byShard = new Map<number, number[]>();
+    prepared.forEach((p, i) => {
+      const sh = shardOf(p.item.id, shards);
+      const list = byShard.get(sh);
+      if (list) list.push(i);
+      else byShard.set(sh, [i]);
+    });
+    const results = new Array<ScheduleResult>(prepared.length);
+    const calls: Promise<void>[] = [];
+    for (const [sh, idx] of byShard) {
+      const runs = callsOf(prepared, idx);
+      const send = (run: number[]) =>
+        runSchedule(redis, keys[sh] as ShardKeys, (prepared[run[0] as number] as Prepared).header, run.map((i) => (prepared[i] as Prepared).item)).then(
+          (replies) => replies.forEach((r, j) => (results[run[j] as number] = { status: STATUS[r.code], dueAt: r.dueAt })),
+        );
+      // The calls of one shard go out back to back on one connection, so Redis
+      // runs them in input order and a repeated id sees the writes before it.
+      // A cluster client may retry one call (TRYAGAIN during a slot move) after
+      // a later one went through: there, calls that repeat an id wait their turn.
+      const ordered = runs.length > 1 && isCluster(redis) && new Set(idx.map((i) => (prepared[i] as Prepared).item.id)).size < idx.length;
+      if (ordered) calls.push(runs.reduce<Promise<void>>((prev, run) => prev.then(() => send(run)), Promise.resolve()));
+      else for (const run of runs) calls.push(send(run));
+    }
+    await Promise.all(calls);
+    announce(results.filter((r) => r.status === 'created' || r.status === 'updated').length);
+    return results;
+  }
+
+  async function schedule(input: ScheduleInput): Promise<ScheduleResult> {
+    const [r] = await scheduleMany([input]);
+    return r as ScheduleResult;
+  }
+
+  /** Move a pending or in-flight job to a new due time, keeping type and payload. */
+  async function reschedule(id: string, when: When): Promise<ScheduleResult> {
+    checkId(id);
+    const { timeKind, time } = timeOf(when);
+    const header: ScheduleHeader = { mode: 'xx', timeKind, type: '', maxAttempts: undefined };
+    const [r] = await runSchedule(redis, keysOf(id), header, [{ id, time, payload: '' }]);
+    const status = STATUS[(r as { code: ScheduleCode }).code];
+    announce(status === 'updated' ? 1 : 0);
+    return { status, dueAt: r?.dueAt ?? 0 };
+  }
+
+  async function cancel(id: string): Promise<{ cancelled: boolean; state: JobState | null }> {
+    checkId(id);
+    const code = await runCancel(redis, keysOf(id), id);
+    const state: Record<CancelCode, JobState | null> = {
+      [CancelCode.NOT_FOUND]: null,
+      [CancelCode.PENDING]: 'pending',
+      [CancelCode.IN_FLIGHT]: 'in_flight',
+      [CancelCode.DEAD]: 'dead',
+    };
+    return { cancelled: code !== CancelCode.NOT_FOUND, state: state[code] };
+  }
+
+  async function get(id: string): Promise<JobInfo | null> {
+    checkId(id);
+    const r = await runInspect(redis, keysOf(id), id);
+    if (r.record === null) return null;
+    const rec = parseRecord(r.record);
+    const state: JobState = r.diedAt !== null ? 'dead' : r.leaseUntil !== null ? 'in_flight' : 'pending';
+    return {
+      id,
+      state,
+      type: rec.type,
+      payload: decodePayload(rec.payload),
+      attempts: rec.attempts,
+      maxAttempts: maxAttemptsOf(rec.type, rec.maxAttempts),
+      dueAt: r.dueAt,
+      leaseUntil: r.leaseUntil,
+      diedAt: r.diedAt,
+      lastError: r.lastError,
+    };
+  }
+
+  async function shardStats(): Promise<QueueStats[]> {
+    return Promise.all(
+      keys.map(async (k, shard) => {
+        const s = await runStats(redis, k);
+        const lag = s.dueNow > 0 && s.nextDueAt !== null ? Math.max(0, s.now - s.nextDueAt) : 0;
+        const { now: _now, ...counts } = s;
+        return { queue: name, shard, ...counts, oldestDueLagMs: lag };
+      }),
+    );
+  }
+
+  /** The queue's totals and each shard's figures, from one read of every shard. */
+  async function overview(): Promise<{ total: QueueStats; shards: QueueStats[] }> {
+    const per = await shardStats();
+    const sum = (f: (s: QueueStats) => number) => per.reduce((a, s) => a + f(s), 0);
+    const heads = per.map((s) => s.nextDueAt).filter((v): v is number => v !== null);
+    const total: QueueStats = {
+      queue: name,
+      shard: 'all',
+      pending: sum((s) => s.pending),
+      dueNow: sum((s) => s.dueNow),
+      inFlight: sum((s) => s.inFlight),
+      dead: sum((s) => s.dead),
+      nextDueAt: heads.length ? Math.min(...heads) : null,
+      oldestDueLagMs: Math.max(0, ...per.map((s) => s.oldestDueLagMs)),
+    };
+    return { total, shards: per };
+  }
+
+  async function stats(): Promise<QueueStats> {
+    return (await overview()).total;
+  }
+
+  async function redrive(id: string): Promise<boolean> {
+    checkId(id);
+    return (await runRedrive(redis, keysOf(id), { id })) === 1;
+  }
+
+  /** Redrive up to `max` of the oldest dead jobs per shard. */
+  async function redriveAll(max = 1_000): Promise<number> {
+    const counts = await Promise.all(keys.map((k) => runRedrive(redis, k, { max })));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** One page of dead jobs, oldest death first, across shards (see dead-letters.ts). */
+  function listDead(cursor: string | null, limit = 50): Promise<{ jobs: JobInfo[]; next: string | null }> {
+    return listDeadPage({ redis, keys, get }, cursor, limit);
+  }
+
+  async function deleteDead(id: string): Promise<boolean> {
+    checkId(id);
+    return (await runDeleteDead(redis, keysOf(id), [id])) === 1;
+  }
+
+  return {
+    name,
+    shards,
+    keys: keys as readonly ShardKeys[],
+    maxAttemptsOf,
+    backoffOf: (type: string): BackoffPolicy => options.types[type]?.backoff ?? DEFAULT_BACKOFF,
+    types: Object.keys(options.types),
+    schedule,
+    scheduleMany,
+    reschedule,
+    cancel,
+    get,
+    stats,
+    shardStats,
+    overview,
+    redrive,
+    redriveAll,
+    deleteDead,
+    listDead,
+    /** Calls `listener` with the number of jobs each schedule call created or moved (for metrics). */
+    onScheduled(listener: (count: number) => void): void {
+      scheduledListeners.push(listener);
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// The job record stored in the jobs HASH: "gen,attempts,maxAttempts,type,payload".
+// Numbers first and the payload last so Lua can parse it with one pattern;
+// job types never contain a comma (see JOB_TYPE_PATTERN). Kept short on
+// purpose: it is paid for once per pending job.
+
+export type JobRecord = {
+  /** Generation: the current delivery's fencing token (a fresh per-shard sequence value per claim), 0 when not in flight. */
+  readonly gen: number;
+  /** Deliveries so far (a claim counts one). */
+  readonly attempts: number;
+  /** Per-job override of the type's max attempts, or undefined. */
+  readonly maxAttempts: number | undefined;
+  readonly type: string;
+  /** JSON text. */
+  readonly payload: string;
+};
+
+export const JOB_TYPE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+const RECORD = /^(\d+),(\d+),(\d*),([^,]*),([\s\S]*)$/;
+
+export function parseRecord(text: string): JobRecord {
+  const m = RECORD.exec(text);
+  if (!m) throw new Error(`corrupt job record: ${text.slice(0, 80)}`);
+  return {
+    gen: Number(m[1]),
+    attempts: Number(m[2]),
+    maxAttempts: m[3] === '' ? undefined : Number(m[3]),
+    type: m[4] ?? '',
+    payload: m[5] ?? '',
+  };
+}

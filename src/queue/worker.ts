@@ -1,0 +1,275 @@
+// The consumer side of one delay queue: claims due jobs from every shard in
+// batches, runs them on a bounded pool, acks in bulk, retries failures with
+// backoff, dead-letters what cannot succeed, and stops gracefully.
+import { type AckBatcher, createAckBatcher } from './ack-batcher.js';
+import { adaptivePrefetch, fixedPrefetch } from './prefetch-budget.js';
+import { NonRetryableError } from './errors.js';
+import type { ShardKeys } from './keys.js';
+import { type Queue, decodePayload } from './queue.js';
+import { parseRecord } from './record.js';
+import { createFailureHandler } from './job-failure.js';
+import { type ClaimedRaw, type RedisClient, runExtend, runRelease } from './scripts.js';
+import { createServerClock, localNow } from './server-clock.js';
+import { type ShardPoller, createShardPoller } from './shard-poller.js';
+import { type Job, type JobContext, type JobHandler, type JobOutcome, type QueueLogger, type WorkerEvent, silentLogger } from './types.js';
+import { type WakeSubscriber, startWakeSubscriber } from './wake-subscriber.js';
+
+export type WorkerOptions = {
+  readonly queue: Queue;
+  /** Connection for scripts. */
+  readonly redis: RedisClient;
+  /** Connection for Pub/Sub (it cannot run other commands); default: redis.duplicate(). */
+  readonly subscriber?: RedisClient;
+  /** A handler for every job type of the queue. */
+  readonly handlers: Readonly<Record<string, JobHandler>>;
+  /** Handlers running at once. Default 50. */
+  readonly concurrency?: number;
+  /**
+   * Claimed jobs waiting for a free slot, beyond the running ones. Default:
+   * adaptive, from max(concurrency, 20) up to about 50 ms of work at the recent
+   * completion rate (at most 1 000); a number fixes it.
+   */
+  readonly prefetch?: number;
+  /** Max jobs per claim call. Default 200. */
+  readonly batchSize?: number;
+  /** Lease of a claimed job (ms); a job not acked by then is delivered again. Default 30 s. */
+  readonly leaseMs?: number;
+  /** Longest sleep without a claim, the safety net for a missed wake message (ms). Default 5 s. */
+  readonly idleRecheckMs?: number;
+  /** How long stop() lets running handlers finish (ms). Default 10 s. */
+  readonly shutdownGraceMs?: number;
+  readonly log?: QueueLogger;
+  readonly onEvent?: (e: WorkerEvent) => void;
+};
+
+type Claimed = { job: Job; claimedAt: number };
+
+const ABORT_SETTLE_MS = 1_000;
+const MAX_PREFETCH = 1_000;
+const PREFETCH_WORK_MS = 50;
+const STALLED_MS = 1_000;
+
+export type Worker = {
+  start(): Promise<void>;
+  /** Stop claiming, release unstarted jobs, let running ones finish within the grace period. */
+  stop(): Promise<{ released: number; unfinished: number }>;
+};
+
+export function createWorker(o: WorkerOptions): Worker {
+  const { queue, redis } = o;
+  const log = o.log ?? silentLogger;
+  const emit = (e: WorkerEvent): void => {
+    try {
+      o.onEvent?.(e);
+    } catch (err) {
+      log.error({ err, event: e.kind }, 'worker event listener threw');
+    }
+  };
+  const concurrency = o.concurrency ?? 50;
+  const prefetch =
+    o.prefetch !== undefined
+      ? fixedPrefetch(o.prefetch)
+      : adaptivePrefetch({ base: Math.max(concurrency, 20), max: MAX_PREFETCH, workMs: PREFETCH_WORK_MS });
+  const leaseMs = o.leaseMs ?? 30_000;
+  const idleRecheckMs = o.idleRecheckMs ?? 5_000;
+  const graceMs = o.shutdownGraceMs ?? 10_000;
+  for (const type of queue.types) {
+    if (typeof o.handlers[type] !== 'function') throw new Error(`worker for queue ${queue.name} has no handler for ${type}`);
+  }
+
+  const clock = createServerClock();
+  const shutdown = new AbortController();
+  const buffer: Claimed[] = [];
+  const running = new Set<Promise<void>>();
+  let stopping = false;
+  let stopped: Promise<{ released: number; unfinished: number }> | null = null;
+  let subscriber: RedisClient | null = null;
+  let wake: WakeSubscriber | null = null;
+
+  const fail = createFailureHandler({ queue, redis, log, emit, shutdown: shutdown.signal });
+  const acks: AckBatcher[] = queue.keys.map((k) =>
+    createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' })),
+  );
+  const room = () => (stopping ? 0 : concurrency + prefetch.current() - running.size - buffer.length);
+  // A poller waiting for room is woken once a useful batch fits, not per finished job.
+  const lowWater = () => Math.max(1, Math.floor((concurrency + prefetch.current()) / 4));
+  const pollers: ShardPoller[] = queue.keys.map((keys, shard) =>
+    createShardPoller({
+      redis,
+      keys,
+      shard,
+      clock,
+      log,
+      batchSize: o.batchSize ?? 200,
+      leaseMs,
+      idleRecheckMs,
+      commandTimeoutMs: Math.max(2 * idleRecheckMs, 5_000),
+      room,
+      accept,
+      onClaim: (count, reclaimed) => emit({ kind: 'claimed', queue: queue.name, count, reclaimed }),
+      onConnectionSuspect: () => redis.disconnect(true),
+    }),
+  );
+
+  function accept(raws: ClaimedRaw[], shard: number, claimedAt: number): void {
+    for (const raw of raws) {
+      const rec = parseRecord(raw.record);
+      const job: Job = {
+        queue: queue.name,
+        shard,
+        id: raw.id,
+        type: rec.type,
+        payload: rec.payload,
+        attempts: rec.attempts,
+        maxAttempts: queue.maxAttemptsOf(rec.type, rec.maxAttempts),
+        dueAt: raw.dueAt,
+        token: rec.gen,
+      };
+      buffer.push({ job, claimedAt });
+    }
+    // A claim that answered after its timeout may land here during shutdown.
+    if (stopping) void releaseBuffered();
+    else pump();
+  }
+
+  function pump(): void {
+    if (stopping) return;
+    while (running.size < concurrency && buffer.length > 0) {
+      const c = buffer.shift() as Claimed;
+      const p = run(c)
+        .then((ran) => {
+          if (ran) prefetch.completed();
+        })
+        .catch((err: unknown) => log.error({ err, queue: queue.name, jobId: c.job.id }, 'job run failed; it returns after its lease'))
+        .finally(() => {
+          running.delete(p);
+          pump();
+        });
+      running.add(p);
+    }
+    // Jobs slowed down since they were claimed (the oldest buffered one has
+    // waited long): hand back what the buffer holds beyond the budget, so other
+    // workers take it now instead of it waiting here behind slow handlers.
+    const head = buffer[0];
+    const budget = prefetch.current();
+    if (head && buffer.length > budget && localNow() - head.claimedAt > STALLED_MS) void releaseBuffered(budget);
+    if (room() >= lowWater()) for (const p of pollers) if (p.starved) p.wakeNow();
+  }
+
+  /** Runs one claimed job; false when it was not run (its lease was lost while it waited). */
+  async function run(c: Claimed): Promise<boolean> {
+    const { job } = c;
+    const k = queue.keys[job.shard] as ShardKeys;
+    // A job that waited in the buffer for much of its lease renews it first,
+    // so a slow pool never lets the lease run out before the handler starts.
+    if (localNow() - c.claimedAt > leaseMs / 2 && !(await extend(job, leaseMs))) return false;
+    const started = localNow();
+    emit({ kind: 'started', job, latenessMs: clock.now() - job.dueAt });
+    const ctx: JobContext = { signal: shutdown.signal, extendLease: (ms) => extend(job, ms ?? leaseMs), leaseMs };
+    let outcome: void | JobOutcome;
+    try {
+      // Claims count attempts, so a job whose deliveries all lost their lease
+      // (it crashes or hangs its workers) arrives here past its limit.
+      if (job.attempts > job.maxAttempts) {
+        throw new NonRetryableError(`lease expired on each of ${job.maxAttempts} attempts; not run again`);
+      }
+      const handler = o.handlers[job.type];
+      if (!handler) throw new NonRetryableError(`no handler for job type ${job.type}`);
+      outcome = await handler({ ...job, payload: decodeOrFail(job.payload as string) }, ctx);
+    } catch (err) {
+      await fail(job, err);
+      return true;
+    }
+    if (outcome && typeof outcome.retryAt === 'number') {
+      // An absolute time on Redis's clock: the job lands on it exactly (a
+      // periodic job's next occurrence), whatever this worker's clock estimate.
+      await runRelease(redis, k, [{ id: job.id, token: job.token }], { at: outcome.retryAt });
+      return true;
+    }
+    (acks[job.shard] as AckBatcher).add(job.id, job.token);
+    emit({ kind: 'completed', job, durationMs: localNow() - started });
+    return true;
+  }
+
+  async function extend(job: Job, ms: number): Promise<boolean> {
+    const until = await runExtend(redis, queue.keys[job.shard] as ShardKeys, job.id, job.token, ms);
+    if (until === null) emit({ kind: 'stale', queue: queue.name, id: job.id, op: 'extend' });
+    return until !== null;
+  }
+
+  /** Hands back the buffered jobs from index `from` on (all by default), attempts refunded. */
+  async function releaseBuffered(from = 0): Promise<number> {
+    const taken = buffer.splice(from);
+    let released = 0;
+    for (let shard = 0; shard < queue.keys.length; shard++) {
+      const items = taken.filter((c) => c.job.shard === shard).map((c) => ({ id: c.job.id, token: c.job.token }));
+      if (items.length === 0) continue;
+      try {
+        released += await runRelease(redis, queue.keys[shard] as ShardKeys, items);
+      } catch (err) {
+        log.error({ err, queue: queue.name, count: items.length }, 'release failed; jobs return after their lease');
+      }
+    }
+    return released;
+  }
+
+  return {
+    async start() {
+      subscriber = o.subscriber ?? redis.duplicate();
+      const channels = new Map<string, (dueAt: number) => void>();
+      queue.keys.forEach((k, shard) => {
+        const poller = pollers[shard] as ShardPoller;
+        channels.set(k.wake, (dueAt) => poller.wakeAt(clock.localAt(dueAt)));
+      });
+      wake = await startWakeSubscriber({
+        subscriber,
+        channels,
+        onReconnect: () => pollers.forEach((p) => p.wakeNow()),
+        pingEveryMs: idleRecheckMs,
+        pingTimeoutMs: Math.max(idleRecheckMs, 2_000),
+        log,
+      });
+      for (const p of pollers) p.wakeNow();
+      log.info({ queue: queue.name, shards: queue.shards, concurrency }, 'worker started');
+    },
+
+    stop() {
+      // A second stop() (a test harness, a signal during shutdown) waits for the first.
+      stopped ??= shutdownOnce();
+      return stopped;
+    },
+  };
+
+  async function shutdownOnce(): Promise<{ released: number; unfinished: number }> {
+    stopping = true;
+    await Promise.all(pollers.map((p) => p.stop()));
+    const released = await releaseBuffered();
+    await wake?.stop();
+    if (subscriber && subscriber !== o.subscriber) subscriber.disconnect();
+    const deadline = localNow() + graceMs;
+    await settle(graceMs);
+    const unfinished = running.size;
+    if (unfinished > 0) {
+      shutdown.abort(new Error('worker shutdown grace period ended'));
+      log.warn({ queue: queue.name, unfinished }, 'handlers still running at shutdown; their jobs are released or return after the lease');
+      await settle(ABORT_SETTLE_MS); // handlers that honour the signal hand their jobs back
+    }
+    await Promise.all(acks.map((a) => a.drain(Math.max(deadline, localNow() + 1_000))));
+    log.info({ queue: queue.name, released, unfinished }, 'worker stopped');
+    return { released, unfinished };
+  }
+
+  async function settle(ms: number): Promise<void> {
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...running]), new Promise((r) => (t = setTimeout(r, ms)))]);
+    clearTimeout(t);
+  }
+}
+
+function decodeOrFail(text: string): unknown {
+  try {
+    return decodePayload(text);
+  } catch (err) {
+    throw new NonRetryableError(`payload is not valid JSON: ${String(err)}`);
+  }
+}

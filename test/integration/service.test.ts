@@ -1,0 +1,133 @@
+// The service as a process and as an app: config errors stop it with the
+// variable's name, it starts and stops on SIGTERM, honours the Redis database
+// index, warns about an evicting Redis, and answers errors as problem+json.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import request from 'supertest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { createLogger } from '../../src/core/logger.js';
+import { createRedis } from '../../src/core/redis.js';
+import { checkEvictionPolicy } from '../../src/queue/eviction-check.js';
+import type { QueueLogger } from '../../src/queue/types.js';
+import { createTestDb } from '../helpers/db.js';
+import { REDIS_URL, waitFor } from '../helpers/redis.js';
+import { freePort, startPrivateRedis } from '../helpers/redis-server.js';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+
+function runMain(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, output: () => out, exited };
+}
+
+describe('service process', () => {
+  it('refuses a wrong value, naming the variable', async () => {
+    const p = runMain([], { PORT: 'eighty', REDIS_URL: REDIS_URL });
+    expect(await p.exited).toBe(1);
+    expect(p.output()).toMatch(/PORT: .*"eighty"/);
+  });
+
+  it('refuses an unknown subcommand', async () => {
+    const p = runMain(['dance'], {});
+    expect(await p.exited).toBe(2);
+    expect(p.output()).toMatch(/usage: main \[all\|api\|worker\|migrate\|stats \[--watch\]\]/);
+  });
+
+  it('starts, answers /healthz and /readyz, and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const tdb = await createTestDb('service', { migrate: false });
+    const p = runMain(['api'], { PORT: String(port), HOST: '127.0.0.1', REDIS_URL, DATABASE_URL: tdb.url, QUEUE_PREFIX: 'svc-test' });
+    expect(await waitFor(() => p.output().includes('service started'), 20_000, 50)).toBe(true);
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(res.status).toBe(200);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(p.output()).toContain('using PostgreSQL from DATABASE_URL');
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(p.output()).toContain('"msg":"stopped"');
+    await tdb.drop();
+  });
+});
+
+describe('redis connections', () => {
+  it('honours the database index in REDIS_URL', async () => {
+    const r = createRedis(`${REDIS_URL}/7`, 'db-index-test');
+    try {
+      const info = String(await r.client('INFO'));
+      expect(info).toMatch(/\bdb=7\b/);
+    } finally {
+      r.disconnect();
+    }
+  });
+
+  it('warns when Redis may evict keys, and not when it may not', async () => {
+    const srv = await startPrivateRedis(['--maxmemory-policy', 'allkeys-lru']);
+    const warnings: string[] = [];
+    const log: QueueLogger = { debug() {}, info() {}, error() {}, warn: (_o, msg) => void warnings.push(msg) };
+    const evicting = createRedis(srv.url, 'evict-test');
+    const local = createRedis(REDIS_URL, 'evict-test');
+    try {
+      expect(await checkEvictionPolicy(evicting, log)).toBe('allkeys-lru');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/noeviction/);
+      await evicting.config('SET', 'maxmemory-policy', 'noeviction');
+      expect(await checkEvictionPolicy(evicting, log)).toBe('noeviction');
+      expect(warnings).toHaveLength(1);
+    } finally {
+      evicting.disconnect();
+      local.disconnect();
+      await srv.stop();
+    }
+  });
+});
+
+describe('http errors', () => {
+  const redis = createRedis(REDIS_URL, 'app-test');
+  const app = createApp({ log: createLogger('silent'), redis });
+  afterAll(() => redis.disconnect());
+
+  it('answers an unknown route with a 404 problem', async () => {
+    const res = await request(app).get('/nope');
+    expect(res.status).toBe(404);
+    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(res.body).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+
+  it('answers malformed and oversized JSON with 4xx problems', async () => {
+    const bad = await request(app).post('/anything').set('content-type', 'application/json').send('{"a":');
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('INVALID_JSON');
+    const big = await request(app)
+      .post('/anything')
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ a: 'x'.repeat(70_000) }));
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('reports readiness', async () => {
+    const res = await request(app).get('/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ready' });
+  });
+});
+
+describe('stats subcommand', () => {
+  it('prints the queue table', async () => {
+    const p = runMain(['stats'], { REDIS_URL, QUEUE_PREFIX: 'stats-test' });
+    expect(await p.exited).toBe(0);
+    const out = p.output();
+    expect(out).toMatch(/queue\s+shard\s+pending\s+due now\s+in flight\s+dead/);
+    for (const q of ['orders', 'appointments', 'notifications', 'parcels']) expect(out).toMatch(new RegExp(`\\n${q}\\s+all\\s+0\\s+0\\s+0\\s+0`));
+  });
+});
+

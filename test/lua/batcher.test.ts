@@ -1,0 +1,118 @@
+// The batcher's scripts against the real Redis: full batches taken exactly
+// once, oldest first, first arrival kept right, overdue groups taken by the
+// Redis clock, removal and restore.
+import type { RedisClient } from '../../src/core/redis.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatcher } from '../../src/queue/batcher.js';
+import { QueueInputError } from '../../src/queue/errors.js';
+import { dropQueue, redisClient, sleep, uniqueQueueName } from '../helpers/redis.js';
+
+let redis: RedisClient;
+const names: string[] = [];
+beforeAll(() => {
+  redis = redisClient('batcher-test');
+});
+afterAll(async () => {
+  for (const n of names) await dropQueue(redis, n, 'bq');
+  redis.disconnect();
+});
+
+function batcher(size: number, maxWaitMs = 60_000) {
+  const name = uniqueQueueName('bat');
+  names.push(name);
+  return createBatcher(redis, { name, batchSize: size, maxWaitMs });
+}
+
+describe('batch-add', () => {
+  it('takes exactly one batch, oldest first, when the group fills up', async () => {
+    const b = batcher(3);
+    expect((await b.add('A', 'p1')).taken).toEqual([]);
+    await sleep(2);
+    expect((await b.add('A', 'p2')).taken).toEqual([]);
+    const third = await b.add('A', 'p3');
+    expect(third.taken.map((t) => t.item)).toEqual(['p1', 'p2', 'p3']);
+    expect(third.waiting).toBe(0);
+    expect(await b.waiting('A')).toEqual({ count: 0, firstArrival: null });
+    expect(await redis.zcard(b.keys[0]!.groups)).toBe(0);
+  });
+
+  it('is idempotent for an item already waiting', async () => {
+    const b = batcher(3);
+    await b.add('A', 'p1');
+    const before = await b.waiting('A');
+    await sleep(2);
+    const again = await b.add('A', 'p1');
+    expect(again).toMatchObject({ added: false, waiting: 1, taken: [] });
+    expect(await b.waiting('A')).toEqual(before);
+  });
+
+  it('keeps the right first arrival for what stays when more than a batch waits', async () => {
+    const big = batcher(10);
+    for (let i = 0; i < 5; i++) {
+      await big.add('A', `p${i}`);
+      await sleep(2);
+    }
+    // The same keys with a smaller batch size (a configuration change): one add takes 3, two stay.
+    const small = createBatcher(redis, { name: big.name, batchSize: 3, maxWaitMs: 60_000 });
+    const r = await small.add('A', 'p5');
+    expect(r.taken.map((t) => t.item)).toEqual(['p0', 'p1', 'p2']);
+    const arrivals = await redis.zrange(`${big.keys[0]!.itemsPrefix}A`, 0, -1, 'WITHSCORES');
+    expect(arrivals[0]).toBe('p3');
+    expect(r.waiting).toBe(3);
+    expect((await small.waiting('A')).firstArrival).toBe(Number(arrivals[1]));
+  });
+
+  it('takes the arrival time the caller recorded', async () => {
+    const b = batcher(5);
+    await b.add('A', 'old', 1_000_000);
+    await b.add('A', 'new');
+    expect((await b.waiting('A')).firstArrival).toBe(1_000_000);
+    const r = await b.takeDue(0);
+    expect(r.batches).toEqual([{ group: 'A', items: [{ item: 'old', arrivedAt: 1_000_000 }, { item: 'new', arrivedAt: expect.any(Number) }] }]);
+  });
+
+  it('refuses group names that could break out of the key', async () => {
+    const b = batcher(3);
+    for (const bad of ['', 'a b', 'a:b', 'x'.repeat(33), 'a}b', '{A}', 'ä']) {
+      await expect(b.add(bad, 'p')).rejects.toBeInstanceOf(QueueInputError);
+    }
+    await expect(b.add('A', '')).rejects.toBeInstanceOf(QueueInputError);
+  });
+});
+
+describe('batch-take-due', () => {
+  it('takes groups whose first item waited the max wait, by the Redis clock', async () => {
+    const b = batcher(10, 150);
+    await b.add('A', 'a1');
+    await b.add('B', 'b1');
+    await b.add('B', 'b2');
+    const early = await b.takeDue(0);
+    expect(early.batches).toEqual([]);
+    expect(early.nextFirstArrival).not.toBeNull();
+    await sleep(160);
+    await b.add('C', 'c1'); // too young
+    const due = await b.takeDue(0);
+    expect(due.batches.map((x) => [x.group, x.items.map((i) => i.item)]).sort()).toEqual([
+      ['A', ['a1']],
+      ['B', ['b1', 'b2']],
+    ]);
+    for (const x of due.batches) for (const i of x.items) expect(due.now - i.arrivedAt).toBeGreaterThanOrEqual(150);
+    expect(await b.waiting('A')).toEqual({ count: 0, firstArrival: null });
+    expect((await b.waiting('C')).count).toBe(1);
+    expect((await b.takeDue(0)).batches).toEqual([]);
+  });
+
+  it('removes items batched elsewhere and restores a batch that failed to commit', async () => {
+    const b = batcher(10, 60_000);
+    await b.add('A', 'x1');
+    await sleep(2);
+    await b.add('A', 'x2');
+    await sleep(2);
+    await b.add('A', 'x3');
+    const [x1, , x3] = (await redis.zrange(`${b.keys[0]!.itemsPrefix}A`, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
+    expect(await b.remove('A', ['x1', 'x2', 'nope'])).toBe(2);
+    expect(await b.waiting('A')).toEqual({ count: 1, firstArrival: x3 });
+    await b.restore('A', [{ item: 'x1', arrivedAt: x1! }]);
+    expect(await b.waiting('A')).toEqual({ count: 2, firstArrival: x1 });
+  });
+});

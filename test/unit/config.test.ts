@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('config', () => {
+  it('has defaults for everything optional', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      PORT: 3_000,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      LOG_LEVEL: 'info',
+      QUEUE_SHARDS: 1,
+      QUEUE_MAX_PAYLOAD_BYTES: 65_536,
+      WORKER_LEASE_MS: 30_000,
+      WORKER_IDLE_RECHECK_MS: 5_000,
+    });
+    expect(c.DATABASE_URL).toBeUndefined();
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' }).PORT).toBe(3_000);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['REDIS_URL', 'http://localhost'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['QUEUE_SHARDS', '0'],
+    ['QUEUE_PREFIX', 'has space'],
+    ['WORKER_LEASE_MS', '10'],
+    ['REDIS_CLUSTER_NODES', 'host-without-port'],
+    ['REDIS_CLUSTER_NODES', '127.0.0.1:7000,127.0.0.1:99999'],
+    ['DAILY_REPORT_CRON', '0 2 * *x *'],
+    ['DAILY_REPORT_CRON', '61 * * * *'],
+    ['DAILY_REPORT_TIMEZONE', 'Mars/Olympus'],
+  ])('names %s when it is %s', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}: .*${JSON.stringify(value).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+  });
+
+  it('parses cluster seed nodes', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,redis-b.internal:7001' }).REDIS_CLUSTER_NODES).toEqual([
+      { host: '10.0.0.1', port: 7000 },
+      { host: 'redis-b.internal', port: 7001 },
+    ]);
+  });
+});
