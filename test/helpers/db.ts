@@ -10,11 +10,12 @@ export const PG_ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? 'postgresql://postg
 
 export type TestDb = { name: string; url: string; db: Db; drop(): Promise<void> };
 
-export async function adminQuery(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+/** Runs `sql` on a connection of its own (to the server's `postgres` database unless `url` says otherwise). */
+export async function adminQuery<Row = unknown>(sql: string, url = PG_ADMIN_URL): Promise<Row[]> {
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query(sql);
+    return (await c.query(sql)).rows as Row[];
   } finally {
     await c.end();
   }

@@ -49,9 +49,11 @@ afterAll(async () => {
   await browser?.close();
   await svc?.stop();
   await hook?.close();
-  const redis = redisClient('dashboard-test');
-  await dropPrefix(redis, svc.prefix);
-  redis.disconnect();
+  if (svc) {
+    const redis = redisClient('dashboard-test');
+    await dropPrefix(redis, svc.prefix);
+    redis.disconnect();
+  }
   await tdb?.drop();
 });
 
