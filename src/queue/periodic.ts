@@ -29,10 +29,25 @@ export type PeriodicJob = {
   run(ctx: { readonly occurrence: number; readonly signal: AbortSignal }): Promise<unknown>;
   /** How soon a failed run is tried again (ms), unless the next occurrence comes first. Default FAILED_RUN_RETRY_MS. */
   readonly retryAfterMs?: number;
+  /**
+   * How long one run may take (ms; default MAX_RUN_MS). A run still going then
+   * is abandoned: its signal aborts, the occurrence counts as failed and is
+   * tried again as such, and the job's lease is no longer renewed for it. A
+   * run that ignores its signal may go on beside the next one: runs must
+   * tolerate that (conditional updates do).
+   */
+  readonly maxRunMs?: number;
 };
 
 /** A failed run is tried again after this, or at the next occurrence if that is sooner. */
 export const FAILED_RUN_RETRY_MS = 30_000;
+/**
+ * A run is abandoned after this: one hung on a connection that never answers
+ * (a network that drops packets) would otherwise keep renewing its lease, and
+ * its job's schedule, a reconciliation pass that is the domains' safety net
+ * among them, would stop for good.
+ */
+export const MAX_RUN_MS = 10 * 60_000;
 /** How often the keeper checks that each periodic job exists, at most. */
 const KEEPER_EVERY_MS = 60_000;
 /**
@@ -52,6 +67,16 @@ function cronOf(s: { cron: string; timezone?: string }): Cron {
     crons.set(key, c);
   }
   return c;
+}
+
+/** Throws a QueueInputError naming what is wrong with the periodic job's schedule or limits. */
+export function checkPeriodicJob(job: PeriodicJob): void {
+  checkSchedule(job.schedule);
+  for (const [name, ms] of [['retryAfterMs', job.retryAfterMs], ['maxRunMs', job.maxRunMs]] as const) {
+    if (ms !== undefined && (!Number.isSafeInteger(ms) || ms < 1)) {
+      throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, `${name} of periodic job ${job.id} must be a positive integer: ${ms}`);
+    }
+  }
 }
 
 /** Throws a QueueInputError naming what is wrong with the schedule. */
@@ -104,23 +129,30 @@ export function nextAfterRun(s: Schedule, occurrence: number, now: number): numb
 
 /**
  * The handler of a periodic job: runs it, keeps its lease while it runs
- * (renewed at a third of the lease), and answers the next occurrence. A
- * failed run logs and comes back after FAILED_RUN_RETRY_MS or at the next
- * occurrence, whichever is sooner; for a cron job the retry still stands for
- * the occurrence that failed, as long as it comes before the next one.
+ * (renewed at a third of the lease) but no longer than its time limit, and
+ * answers the next occurrence. A failed or abandoned run logs and comes back
+ * after FAILED_RUN_RETRY_MS or at the next occurrence, whichever is sooner;
+ * for a cron job the retry still stands for the occurrence that failed, as
+ * long as it comes before the next one.
  */
 export function periodicHandler(job: PeriodicJob, log: QueueLogger): JobHandler {
+  checkPeriodicJob(job);
+  const limitMs = job.maxRunMs ?? MAX_RUN_MS;
   return async (j, ctx) => {
     const renew = setInterval(() => void ctx.extendLease().catch(() => {}), Math.max(100, Math.floor(ctx.leaseMs / 3)));
+    const overrun = new AbortController();
+    const limit = setTimeout(() => overrun.abort(new Error(`periodic run took longer than its ${limitMs} ms limit; abandoned`)), limitMs);
+    const abandoned = new Promise<never>((_, reject) => overrun.signal.addEventListener('abort', () => reject(overrun.signal.reason), { once: true }));
     const occurrence = occurrenceOf(job.schedule, j.dueAt);
     try {
-      await job.run({ occurrence, signal: ctx.signal });
+      await Promise.race([job.run({ occurrence, signal: AbortSignal.any([ctx.signal, overrun.signal]) }), abandoned]);
     } catch (err) {
       log.error({ err, jobId: job.id, occurrence: new Date(occurrence).toISOString() }, 'periodic run failed; trying again soon');
       const retry = Date.now() + (job.retryAfterMs ?? FAILED_RUN_RETRY_MS);
       return { retryAt: Math.min(retry, nextAfterRun(job.schedule, occurrence, Date.now())) };
     } finally {
       clearInterval(renew);
+      clearTimeout(limit);
     }
     return { retryAt: nextAfterRun(job.schedule, occurrence, Date.now()) };
   };

@@ -113,6 +113,39 @@ describe('periodic jobs', () => {
     expect((await h.queue.get(job.id))?.state).not.toBe('dead');
   });
 
+  it('abandons a run that outlives its time limit, aborting its signal, and keeps to the schedule', async () => {
+    h = harness('periodic-hung', { p: { maxAttempts: 1_000 } });
+    const runs: Run[] = [];
+    const signals: AbortSignal[] = [];
+    // The first run hangs for good and ignores its signal (a query on a
+    // connection that never answers); the later ones finish at once.
+    const job: PeriodicJob = {
+      id: 'p:job',
+      type: 'p',
+      schedule: { everyMs: 100 },
+      maxRunMs: 300,
+      run: ({ occurrence, signal }) => {
+        runs.push({ occurrence, startedAt: Date.now() });
+        signals.push(signal);
+        return runs.length === 1 ? new Promise<never>(() => {}) : Promise.resolve();
+      },
+    };
+    await startProcesses(job, 1);
+    expect(await waitFor(() => runs.length >= 3, 5_000, 5), 'runs after the hung one').toBe(true);
+    expect(signals[0]!.aborted).toBe(true);
+    expect(String(signals[0]!.reason)).toMatch(/longer than its 300 ms limit/);
+    expect(runs[1]!.startedAt - runs[0]!.startedAt).toBeGreaterThanOrEqual(300);
+    expect(signals[1]!.aborted).toBe(false);
+    const s = await h.queue.stats();
+    expect(s.pending + s.inFlight).toBe(1);
+    expect(s.dead).toBe(0);
+  });
+
+  it('refuses a periodic job with a limit that is not a positive integer', () => {
+    const job = { ...periodic({ everyMs: 100 }, []), maxRunMs: 0 };
+    expect(() => periodicHandler(job, silentLogger)).toThrow(/maxRunMs of periodic job p:job must be a positive integer/);
+  });
+
   it('retries a failed cron run for the same occurrence when the retry comes before the next one', async () => {
     h = harness('periodic-cron-fail', { p: { maxAttempts: 1_000 } });
     const runs: Run[] = [];
