@@ -7,8 +7,13 @@ import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Db = PrismaClient;
 
-export function createDb(connectionString: string, poolSize: number): Db {
-  const pool = new pg.Pool({ connectionString, max: poolSize, connectionTimeoutMillis: 5_000 });
+/**
+ * `poolSize` connections at most; `keepOpen` of them stay open while idle
+ * (the others close after 10 s idle), for work that must not wait for a
+ * connection to be opened.
+ */
+export function createDb(connectionString: string, poolSize: number, keepOpen = 0): Db {
+  const pool = new pg.Pool({ connectionString, max: poolSize, min: keepOpen, connectionTimeoutMillis: 5_000 });
   // A pg client emits 'error' when its connection breaks while no query is
   // running on it (PostgreSQL restarting, pg_terminate_backend, a network
   // reset). pg-pool listens only while the client is idle in the pool and the
