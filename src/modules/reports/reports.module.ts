@@ -39,6 +39,11 @@ export function createReportsModule(deps: { db: Db; redis: RedisClient; config: 
     id: DAILY_JOB_ID,
     type: DAILY_JOB,
     schedule: { cron: config.DAILY_REPORT_CRON, timezone },
+    // A day's figures scan that day's rows and may take a while on a large
+    // database; its queries do not stop on the signal, so an abandoned run
+    // would go on beside the retry. An hour leaves room without letting a
+    // hung run stop the schedule.
+    maxRunMs: 60 * 60_000,
     // The day before the occurrence's local day: run again (a redelivery, a
     // retry, a catch-up after downtime) it computes the same day again.
     run: async ({ occurrence }) => {
