@@ -8,6 +8,7 @@
 // recovery, then moves to the next occurrence after now: missed slots are not
 // replayed one by one.
 import { Cron } from 'croner';
+import { TimeoutError, withTimeout } from '../core/timeout.js';
 import { QueueErrorCode, QueueInputError } from './errors.js';
 import type { Queue } from './queue.js';
 import type { JobHandler, QueueLogger } from './types.js';
@@ -141,18 +142,16 @@ export function periodicHandler(job: PeriodicJob, log: QueueLogger): JobHandler 
   return async (j, ctx) => {
     const renew = setInterval(() => void ctx.extendLease().catch(() => {}), Math.max(100, Math.floor(ctx.leaseMs / 3)));
     const overrun = new AbortController();
-    const limit = setTimeout(() => overrun.abort(new Error(`periodic run took longer than its ${limitMs} ms limit; abandoned`)), limitMs);
-    const abandoned = new Promise<never>((_, reject) => overrun.signal.addEventListener('abort', () => reject(overrun.signal.reason), { once: true }));
     const occurrence = occurrenceOf(job.schedule, j.dueAt);
     try {
-      await Promise.race([job.run({ occurrence, signal: AbortSignal.any([ctx.signal, overrun.signal]) }), abandoned]);
+      await withTimeout(job.run({ occurrence, signal: AbortSignal.any([ctx.signal, overrun.signal]) }), limitMs, 'periodic run');
     } catch (err) {
+      if (err instanceof TimeoutError) overrun.abort(err); // abandoned: tell the run to stop
       log.error({ err, jobId: job.id, occurrence: new Date(occurrence).toISOString() }, 'periodic run failed; trying again soon');
       const retry = Date.now() + (job.retryAfterMs ?? FAILED_RUN_RETRY_MS);
       return { retryAt: Math.min(retry, nextAfterRun(job.schedule, occurrence, Date.now())) };
     } finally {
       clearInterval(renew);
-      clearTimeout(limit);
     }
     return { retryAt: nextAfterRun(job.schedule, occurrence, Date.now()) };
   };
