@@ -6,7 +6,7 @@ its generation equal to the caller's token) and the delete must be one step,
 or a worker whose lease expired could delete the delivery now held by another.
 
 KEYS[1] inflight  ZSET  job id -> lease deadline (ms)
-KEYS[2] jobs      HASH  job id -> record "gen,attempts,maxAttempts,type,payload"
+KEYS[2] jobs      HASH  job id -> record "gen,attempts,due,maxAttempts,type,payload"
 KEYS[3] errors    HASH  job id -> last error text
 
 ARGV: pairs of (job id, token) where token is the generation from the claim.

@@ -7,10 +7,11 @@ Why atomic: finding the due groups and emptying them must be one step, or an
 item added between the two could be taken without its group being re-listed,
 or a full-size take by batch-add could interleave and split a batch.
 
-Group item keys are the prefix in KEYS[2] followed by the group name. This is
-the one script that builds key names: which groups are due is only known
-inside the script. The prefix carries the shard's hash tag, so every key stays
-in the same Redis Cluster slot.
+Group item keys are the prefix in KEYS[2] followed by the group name: which
+groups are due is only known inside the script (lib/due-index.lua builds its
+bucket keys the same way). The prefix carries the shard's hash tag, so every
+key stays in the same Redis Cluster slot, and declaring it keeps the script
+off a migrating slot (lua/README.md).
 
 KEYS[1] groups        ZSET  group -> first arrival of its waiting items (ms)
 KEYS[2] items prefix  (not a key itself) group items ZSET = prefix .. group

@@ -6,24 +6,29 @@ no record and changes nothing.
 Why atomic: the record and the set memberships must go together, or a claim
 could pick up a job whose record was just deleted.
 
-KEYS[1] due       ZSET
-KEYS[2] inflight  ZSET
-KEYS[3] jobs      HASH
-KEYS[4] dead      ZSET
-KEYS[5] errors    HASH
+Uses lua/lib/due-index.lua.
+
+KEYS[1] due index     ZSET
+KEYS[2] due buckets   prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] inflight      ZSET
+KEYS[4] jobs          HASH
+KEYS[5] dead          ZSET
+KEYS[6] errors        HASH
 
 ARGV[1] job id
 
 Returns 1 pending, 2 in flight, 3 dead: the state the job was removed from;
 0 not found.
 ]]
-local due, inflight, jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local inflight, jobs, dead, errors = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+dueUse(KEYS[1], KEYS[2])
 local id = ARGV[1]
-local state = 0
-if redis.call('ZREM', due, id) == 1 then state = 1
-elseif redis.call('ZREM', inflight, id) == 1 then state = 2
-elseif redis.call('ZREM', dead, id) == 1 then state = 3 end
-local had = redis.call('HDEL', jobs, id)
+local rec = redis.call('HGET', jobs, id)
+if not rec then return 0 end
+local state = 1
+if redis.call('ZREM', inflight, id) == 1 then state = 2
+elseif redis.call('ZREM', dead, id) == 1 then state = 3
+else dueRemove(recordDue(rec), id) end
+redis.call('HDEL', jobs, id)
 redis.call('HDEL', errors, id)
-if state == 0 and had == 1 then state = 1 end
 return state

@@ -5,7 +5,7 @@ Why atomic: the token check and the new deadline must be one step, or a
 worker whose lease already went to another could push that delivery's lease.
 
 KEYS[1] inflight  ZSET  job id -> lease deadline (ms)
-KEYS[2] jobs      HASH  job id -> record "gen,attempts,maxAttempts,type,payload"
+KEYS[2] jobs      HASH  job id -> record "gen,attempts,due,maxAttempts,type,payload"
 
 ARGV[1] job id
 ARGV[2] token (generation from the claim)

@@ -1,17 +1,20 @@
 --[[
 inspect: read one job's whole state as a consistent snapshot (read-only).
 
-KEYS[1] due  KEYS[2] inflight  KEYS[3] jobs  KEYS[4] dead  KEYS[5] errors
+A job with a record is in exactly one of: the due index (pending), in flight,
+dead. A pending job's due time is the one in its record (lua/lib/due-index.lua
+files it by that time), so the buckets need not be read.
+
+KEYS[1] inflight  KEYS[2] jobs  KEYS[3] dead  KEYS[4] errors
 ARGV[1] job id
 
-Returns { record or false, due score or false, lease deadline or false,
-          death time or false, last error or false }
+Returns { record or false, due time if pending or false, lease deadline or
+          false, death time or false, last error or false }
 ]]
 local id = ARGV[1]
-return {
-  redis.call('HGET', KEYS[3], id),
-  redis.call('ZSCORE', KEYS[1], id),
-  redis.call('ZSCORE', KEYS[2], id),
-  redis.call('ZSCORE', KEYS[4], id),
-  redis.call('HGET', KEYS[5], id),
-}
+local rec = redis.call('HGET', KEYS[2], id)
+local lease = redis.call('ZSCORE', KEYS[1], id)
+local died = redis.call('ZSCORE', KEYS[3], id)
+local due = false
+if rec and not lease and not died then due = string.match(rec, '^%d+,%d+,(%d+),') or false end
+return { rec, due, lease, died, redis.call('HGET', KEYS[4], id) }

@@ -5,9 +5,12 @@ one by id or up to a bound of the oldest.
 Why atomic: leaving the dead set and re-entering due with a fresh record must
 be one step, or the job could be in neither set.
 
-KEYS[1] dead      ZSET  job id -> time of death (ms)
-KEYS[2] due       ZSET  job id -> due time (ms)
-KEYS[3] jobs      HASH  job id -> record "gen,attempts,maxAttempts,type,payload"
+Uses lua/lib/due-index.lua.
+
+KEYS[1] dead          ZSET  job id -> time of death (ms)
+KEYS[2] due index     ZSET  bucket name -> lower bound (ms)
+KEYS[3] due buckets   prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[4] jobs          HASH  job id -> record "gen,attempts,due,maxAttempts,type,payload"
 
 ARGV[1] wake channel
 ARGV[2] "one" | "all"
@@ -16,9 +19,11 @@ ARGV[3] job id for "one"; max count for "all"
 Returns the number of jobs redriven. The last error stays in the errors hash
 until the job is acked, so an operator can still see why it died.
 ]]
-local dead, due, jobs = KEYS[1], KEYS[2], KEYS[3]
+local dead, jobs = KEYS[1], KEYS[4]
+dueUse(KEYS[2], KEYS[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowText = string.format('%d', now)
 local ids
 if ARGV[2] == 'one' then
   ids = { ARGV[3] }
@@ -28,10 +33,10 @@ end
 local moved = 0
 for _, id in ipairs(ids) do
   local rec = redis.call('HGET', jobs, id)
-  if rec and redis.call('ZREM', dead, id) == 1 then
-    local rest = string.match(rec, '^%d+,%d+,(.*)$')
-    redis.call('HSET', jobs, id, '0,0,' .. rest)
-    redis.call('ZADD', due, now, id)
+  local rest = rec and string.match(rec, '^%d+,%d+,%d+,(.*)$')
+  if rest and redis.call('ZREM', dead, id) == 1 then
+    redis.call('HSET', jobs, id, '0,0,' .. nowText .. ',' .. rest)
+    dueAdd(nowText, id)
     moved = moved + 1
   end
 end

@@ -11,40 +11,42 @@ Why atomic: the token check, the move back to due and the attempt refund must
 be one step, or a job could be lost between the sets or released by a worker
 that no longer holds it.
 
-KEYS[1] inflight  ZSET  job id -> lease deadline (ms)
-KEYS[2] due       ZSET  job id -> due time (ms)
-KEYS[3] jobs      HASH  job id -> record "gen,attempts,maxAttempts,type,payload"
+Uses lua/lib/due-index.lua.
+
+KEYS[1] inflight      ZSET  job id -> lease deadline (ms)
+KEYS[2] due index     ZSET  bucket name -> lower bound (ms)
+KEYS[3] due buckets   prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[4] jobs          HASH  job id -> record "gen,attempts,due,maxAttempts,type,payload"
 
 ARGV[1] wake channel
 ARGV[2] time kind: "in" (ARGV[3] is a delay in ms from the Redis clock's now)
         or "at" (ARGV[3] is a due time in ms since epoch)
-ARGV[3] the time
+ARGV[3] the time (whole ms)
 ARGV[4..] pairs of (job id, token)
 
 Returns the number of jobs released (stale pairs are skipped).
 ]]
-local inflight, due, jobs = KEYS[1], KEYS[2], KEYS[3]
+local inflight, jobs = KEYS[1], KEYS[4]
+dueUse(KEYS[2], KEYS[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local at = tonumber(ARGV[3])
 if ARGV[2] == 'in' then at = now + at end
+local atText = string.format('%d', at)
 local released = 0
 for i = 4, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
   local rec = redis.call('HGET', jobs, id)
   if rec and redis.call('ZSCORE', inflight, id) then
-    local g, a, rest = string.match(rec, '^(%d+),(%d+),(.*)$')
+    local g, a, rest = string.match(rec, '^(%d+),(%d+),%d+,(.*)$')
     if g == token then
       -- Generation 0 (never a token) so the releasing worker cannot ack it later.
-      redis.call('HSET', jobs, id, '0,' .. math.max(tonumber(a) - 1, 0) .. ',' .. rest)
+      redis.call('HSET', jobs, id, '0,' .. math.max(tonumber(a) - 1, 0) .. ',' .. atText .. ',' .. rest)
       redis.call('ZREM', inflight, id)
-      redis.call('ZADD', due, at, id)
+      dueAdd(atText, id)
       released = released + 1
     end
   end
 end
-if released > 0 then
-  local head = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
-  if tonumber(head[2]) == at then redis.call('PUBLISH', ARGV[1], at) end
-end
+if released > 0 and dueHead() == at then redis.call('PUBLISH', ARGV[1], at) end
 return released

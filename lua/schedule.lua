@@ -1,19 +1,23 @@
 --[[
 schedule: add or move jobs in one queue shard (bulk: N jobs per call).
 
-Why atomic: the job's record, its place in the due ZSET and its removal from
+Why atomic: the job's record, its place in the due index and its removal from
 the in-flight / dead sets must change together, or a worker could claim a job
 whose record is half written, or a stale worker could ack the new schedule.
 A schedule resets the record's generation to 0, a value no claim hands out,
 which fences any in-flight delivery of the same id: that worker's ack / nack /
 extend then changes nothing.
 
-KEYS[1] due       ZSET  job id -> due time (ms since epoch)
-KEYS[2] inflight  ZSET  job id -> lease deadline (ms since epoch)
-KEYS[3] jobs      HASH  job id -> record "gen,attempts,maxAttempts,type,payload"
-                        (gen: token of the current delivery, 0 when not in flight)
-KEYS[4] dead      ZSET  job id -> time of death (ms since epoch)
-KEYS[5] errors    HASH  job id -> last error text
+Uses lua/lib/due-index.lua.
+
+KEYS[1] due index     ZSET  bucket name -> lower bound (ms since epoch)
+KEYS[2] due buckets   prefix of the bucket ZSETs (job id -> due time, ms); no
+                      key of this name exists (lua/README.md, slot migration)
+KEYS[3] inflight      ZSET  job id -> lease deadline (ms since epoch)
+KEYS[4] jobs          HASH  job id -> record "gen,attempts,due,maxAttempts,type,payload"
+                      (gen: token of the current delivery, 0 when not in flight)
+KEYS[5] dead          ZSET  job id -> time of death (ms since epoch)
+KEYS[6] errors        HASH  job id -> last error text
 
 ARGV[1] wake channel (published with the due time when a job becomes the head)
 ARGV[2] number of jobs N
@@ -24,7 +28,7 @@ ARGV[4] time kind, for every job: "at" (ms since epoch) | "in" (ms from the
         Redis clock's now)
 ARGV[5] type, for every job ("" with mode xx keeps each job's type and payload)
 ARGV[6] maxAttempts, for every job ("" = the job type's default)
-then N triples starting at ARGV[7]: id, time (ms, per ARGV[4]), payload (string)
+then N triples starting at ARGV[7]: id, time (whole ms, per ARGV[4]), payload (string)
 
 The settings shared by the whole call travel once, not once per job: a bulk
 schedule is the enqueue hot path, and Redis parses every argument.
@@ -37,28 +41,28 @@ Returns { now, codes }:
          now + its time ("in"); 3 and 4 wrote nothing.
 Never an error reply for expected outcomes.
 ]]
-local due, inflight, jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local inflight, jobs, dead, errors = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+dueUse(KEYS[1], KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = tonumber(ARGV[2])
 local mode, relative, typ, maxA = ARGV[3], ARGV[4] == 'in', ARGV[5], ARGV[6]
-local fresh = '0,0,' .. maxA .. ',' .. typ .. ','
+-- A new record is '0,0,' .. due .. tail .. payload.
+local tail = ',' .. maxA .. ',' .. typ .. ','
 local codes = {}
-local head = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
-local headScore = head[2] and tonumber(head[2]) or nil
+local headScore = dueHead()
 local newHead = nil
 
--- Brand-new jobs (the bulk case) are written in batches: one HSET and one ZADD
+-- Records of brand-new jobs (the bulk case) are written in batches: one HSET
 -- per 1000 jobs instead of a call each. A repeated id flushes first and is
 -- read again, so every job sees the writes of the ones before it.
--- seen[id] = index of the id's last occurrence; it is still in the buffers
+-- seen[id] = index of the id's last occurrence; it is still in the buffer
 -- when that index is past the last flush.
-local bufH, bufZ, seen, flushedAt = {}, {}, {}, -1
+local bufH, seen, flushedAt = {}, {}, -1
 local function flush(at)
   if #bufH > 0 then
     redis.call('HSET', jobs, unpack(bufH))
-    redis.call('ZADD', due, unpack(bufZ))
-    bufH, bufZ = {}, {}
+    bufH = {}
   end
   flushedAt = at
 end
@@ -75,13 +79,13 @@ end
 for i = 0, n - 1 do
   local b = 7 + i * 3
   local id, payload = ARGV[b], ARGV[b + 2]
-  -- The score goes to ZADD as given (an absolute time stays the caller's
-  -- string); the number is only for the head check.
-  local dueAt, score = ARGV[b + 1], nil
+  -- Due times stay digits (whole ms) from ARGV to the record and the index;
+  -- only a delay is added up, and comparisons use numbers.
+  local dueText = ARGV[b + 1]
+  local due = tonumber(dueText)
   if relative then
-    score = now + tonumber(dueAt); dueAt = score
-  else
-    score = tonumber(dueAt)
+    due = now + due
+    dueText = string.format('%d', due)
   end
   local rec = known[i + 1]
   local prev = seen[id]
@@ -90,37 +94,45 @@ for i = 0, n - 1 do
     rec = redis.call('HGET', jobs, id)
   end
   seen[id] = i
-  local pending, live, newRec = false, false, nil
+  -- A job with a record is in exactly one of: due index, in flight, dead.
+  local leased, died = false, false
   if rec then
-    pending = redis.call('ZSCORE', due, id)
-    live = pending or redis.call('ZSCORE', inflight, id)
-    if typ == '' then
-      -- Keep type, payload and max attempts: only the time moves.
-      newRec = '0,0,' .. string.match(rec, '^%d+,%d+,(.*)$')
-    end
+    leased = redis.call('ZSCORE', inflight, id)
+    died = not leased and redis.call('ZSCORE', dead, id)
   end
+  local pending = rec and not leased and not died
 
   if mode == 'nx' and rec then
     codes[i + 1] = '3'
-  elseif (mode == 'xx' and not live) or (mode == 'xp' and not pending) then
+  elseif (mode == 'xx' and not (pending or leased)) or (mode == 'xp' and not pending) then
     codes[i + 1] = '4'
   else
-    newRec = newRec or (fresh .. payload)
+    local newRec
+    if typ == '' then
+      -- Keep type, payload and max attempts: only the time moves.
+      newRec = '0,0,' .. dueText .. ',' .. string.match(rec, '^%d+,%d+,%d+,(.*)$')
+    else
+      newRec = '0,0,' .. dueText .. tail .. payload
+    end
     if rec then
+      if pending then
+        dueRemove(recordDue(rec), id)
+      elseif leased then
+        redis.call('ZREM', inflight, id)
+      else
+        redis.call('ZREM', dead, id)
+      end
       redis.call('HSET', jobs, id, newRec)
-      redis.call('ZREM', inflight, id)
-      redis.call('ZREM', dead, id)
       redis.call('HDEL', errors, id)
-      redis.call('ZADD', due, dueAt, id)
       codes[i + 1] = '2'
     else
       bufH[#bufH + 1] = id; bufH[#bufH + 1] = newRec
-      bufZ[#bufZ + 1] = dueAt; bufZ[#bufZ + 1] = id
-      if #bufH >= 2000 then flush(i) end
       codes[i + 1] = '1'
     end
-    if headScore == nil or score < headScore then
-      headScore = score; newHead = score
+    dueAdd(dueText, id)
+    if #bufH >= 2000 then flush(i) end
+    if headScore == nil or due < headScore then
+      headScore = due; newHead = due
     end
   end
 end

@@ -3,7 +3,13 @@
 // Redis Cluster slot.
 
 export type ShardKeys = {
+  /** Index of the due buckets: ZSET bucket name -> lower bound (lua/lib/due-index.lua). */
   readonly due: string;
+  /**
+   * Prefix of the due bucket ZSETs (prefix + bucket name). Scripts declare it
+   * in KEYS although no such key exists: see lua/README.md, slot migration.
+   */
+  readonly dueBuckets: string;
   readonly inflight: string;
   readonly jobs: string;
   readonly dead: string;
@@ -19,7 +25,8 @@ export const QUEUE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,47}$/;
 export function shardKeys(prefix: string, queue: string, shard: number): ShardKeys {
   const base = `${prefix}:{${queue}:${shard}}:`;
   return {
-    due: `${base}due`,
+    due: `${base}due:index`,
+    dueBuckets: `${base}due:`,
     inflight: `${base}inflight`,
     jobs: `${base}jobs`,
     dead: `${base}dead`,

@@ -1,4 +1,4 @@
-// The job record stored in the jobs HASH: "gen,attempts,maxAttempts,type,payload".
+// The job record stored in the jobs HASH: "gen,attempts,due,maxAttempts,type,payload".
 // Numbers first and the payload last so Lua can parse it with one pattern;
 // job types never contain a comma (see JOB_TYPE_PATTERN). Kept short on
 // purpose: it is paid for once per pending job.
@@ -8,6 +8,12 @@ export type JobRecord = {
   readonly gen: number;
   /** Deliveries so far (a claim counts one). */
   readonly attempts: number;
+  /**
+   * Due time (ms since epoch) of the job's place in the due index while it is
+   * pending (lua/lib/due-index.lua finds its bucket by it); of its latest
+   * delivery while it is in flight or dead.
+   */
+  readonly due: number;
   /** Per-job override of the type's max attempts, or undefined. */
   readonly maxAttempts: number | undefined;
   readonly type: string;
@@ -17,7 +23,7 @@ export type JobRecord = {
 
 export const JOB_TYPE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-const RECORD = /^(\d+),(\d+),(\d*),([^,]*),([\s\S]*)$/;
+const RECORD = /^(\d+),(\d+),(\d+),(\d*),([^,]*),([\s\S]*)$/;
 
 export function parseRecord(text: string): JobRecord {
   const m = RECORD.exec(text);
@@ -25,8 +31,9 @@ export function parseRecord(text: string): JobRecord {
   return {
     gen: Number(m[1]),
     attempts: Number(m[2]),
-    maxAttempts: m[3] === '' ? undefined : Number(m[3]),
-    type: m[4] ?? '',
-    payload: m[5] ?? '',
+    due: Number(m[3]),
+    maxAttempts: m[4] === '' ? undefined : Number(m[4]),
+    type: m[5] ?? '',
+    payload: m[6] ?? '',
   };
 }

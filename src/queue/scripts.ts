@@ -1,5 +1,6 @@
 // Loads the Lua scripts in lua/ once per Redis client (defineCommand: EVALSHA with
 // an EVAL fallback after a Redis restart) and gives each a typed function.
+// Scripts that use the due index get lua/lib/due-index.lua in front of them.
 // Only this file builds KEYS/ARGV arrays.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,32 +11,36 @@ export type { RedisClient };
 
 const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url));
 
+// dueIndex: the script runs with lua/lib/due-index.lua in front of it.
 const SCRIPTS = {
-  dqSchedule: { file: 'schedule.lua', keys: 5 },
-  dqClaim: { file: 'claim.lua', keys: 6 },
-  dqAck: { file: 'ack.lua', keys: 3 },
-  dqNack: { file: 'nack.lua', keys: 5 },
-  dqExtend: { file: 'extend.lua', keys: 2 },
-  dqRelease: { file: 'release.lua', keys: 3 },
-  dqCancel: { file: 'cancel.lua', keys: 5 },
-  dqRedrive: { file: 'redrive.lua', keys: 3 },
-  dqDeleteDead: { file: 'delete-dead.lua', keys: 3 },
-  dqInspect: { file: 'inspect.lua', keys: 5 },
-  dqStats: { file: 'stats.lua', keys: 3 },
-  bqAdd: { file: 'batch-add.lua', keys: 2 },
-  bqTakeDue: { file: 'batch-take-due.lua', keys: 2 },
-  bqRemove: { file: 'batch-remove.lua', keys: 2 },
-  bqRestore: { file: 'batch-restore.lua', keys: 2 },
+  dqSchedule: { file: 'schedule.lua', keys: 6, dueIndex: true },
+  dqClaim: { file: 'claim.lua', keys: 7, dueIndex: true },
+  dqAck: { file: 'ack.lua', keys: 3, dueIndex: false },
+  dqNack: { file: 'nack.lua', keys: 6, dueIndex: true },
+  dqExtend: { file: 'extend.lua', keys: 2, dueIndex: false },
+  dqRelease: { file: 'release.lua', keys: 4, dueIndex: true },
+  dqCancel: { file: 'cancel.lua', keys: 6, dueIndex: true },
+  dqRedrive: { file: 'redrive.lua', keys: 4, dueIndex: true },
+  dqDeleteDead: { file: 'delete-dead.lua', keys: 3, dueIndex: false },
+  dqInspect: { file: 'inspect.lua', keys: 4, dueIndex: false },
+  dqStats: { file: 'stats.lua', keys: 5, dueIndex: true },
+  bqAdd: { file: 'batch-add.lua', keys: 2, dueIndex: false },
+  bqTakeDue: { file: 'batch-take-due.lua', keys: 2, dueIndex: false },
+  bqRemove: { file: 'batch-remove.lua', keys: 2, dueIndex: false },
+  bqRestore: { file: 'batch-restore.lua', keys: 2, dueIndex: false },
 } as const;
 export type ScriptName = keyof typeof SCRIPTS;
 type RawReply = unknown;
 type ScriptFn = (...keysAndArgs: (string | number)[]) => Promise<RawReply>;
 
+const read = (file: string) => readFileSync(LUA_DIR + file, 'utf8');
+
 const sources = new Map<ScriptName, string>();
 function source(name: ScriptName): string {
   let lua = sources.get(name);
   if (lua === undefined) {
-    lua = readFileSync(LUA_DIR + SCRIPTS[name].file, 'utf8');
+    const s = SCRIPTS[name];
+    lua = s.dueIndex ? `${read('lib/due-index.lua')}\n${read(s.file)}` : read(s.file);
     sources.set(name, lua);
   }
   return lua;
@@ -85,7 +90,7 @@ export async function runSchedule(
   h: ScheduleHeader,
   items: readonly ScheduleItem[],
 ): Promise<{ code: ScheduleCode; dueAt: number }[]> {
-  const args: (string | number)[] = [k.due, k.inflight, k.jobs, k.dead, k.errors, k.wake, items.length];
+  const args: (string | number)[] = [k.due, k.dueBuckets, k.inflight, k.jobs, k.dead, k.errors, k.wake, items.length];
   args.push(h.mode, h.timeKind, h.type, h.maxAttempts ?? '');
   for (const it of items) args.push(it.id, it.time, it.payload);
   const [now, codes] = (await call(redis, 'dqSchedule', args)) as [number, string];
@@ -115,7 +120,7 @@ export async function runClaim(
   leaseMs: number,
   maxReclaim: number,
 ): Promise<ClaimReply> {
-  const r = (await call(redis, 'dqClaim', [k.due, k.inflight, k.jobs, k.errors, k.seq, k.dead, max, leaseMs, maxReclaim])) as (
+  const r = (await call(redis, 'dqClaim', [k.due, k.dueBuckets, k.seq, k.inflight, k.jobs, k.errors, k.dead, max, leaseMs, maxReclaim])) as (
     | string
     | number
   )[];
@@ -154,6 +159,7 @@ export async function runNack(
   const r = (await call(redis, 'dqNack', [
     k.inflight,
     k.due,
+    k.dueBuckets,
     k.jobs,
     k.errors,
     k.dead,
@@ -187,7 +193,7 @@ export async function runRelease(
   when: { delayMs: number } | { at: number } = { delayMs: 0 },
 ): Promise<number> {
   const time = 'at' in when ? ['at', Math.floor(when.at)] : ['in', Math.max(0, Math.ceil(when.delayMs))];
-  const args: (string | number)[] = [k.inflight, k.due, k.jobs, k.wake, ...time];
+  const args: (string | number)[] = [k.inflight, k.due, k.dueBuckets, k.jobs, k.wake, ...time];
   for (const it of items) args.push(it.id, it.token);
   return Number(await call(redis, 'dqRelease', args));
 }
@@ -196,7 +202,7 @@ export const CancelCode = { NOT_FOUND: 0, PENDING: 1, IN_FLIGHT: 2, DEAD: 3 } as
 export type CancelCode = (typeof CancelCode)[keyof typeof CancelCode];
 
 export async function runCancel(redis: RedisClient, k: ShardKeys, id: string): Promise<CancelCode> {
-  return Number(await call(redis, 'dqCancel', [k.due, k.inflight, k.jobs, k.dead, k.errors, id])) as CancelCode;
+  return Number(await call(redis, 'dqCancel', [k.due, k.dueBuckets, k.inflight, k.jobs, k.dead, k.errors, id])) as CancelCode;
 }
 
 export async function runRedrive(
@@ -205,7 +211,7 @@ export async function runRedrive(
   target: { id: string } | { max: number },
 ): Promise<number> {
   const sel = 'id' in target ? ['one', target.id] : ['all', target.max];
-  return Number(await call(redis, 'dqRedrive', [k.dead, k.due, k.jobs, k.wake, ...sel]));
+  return Number(await call(redis, 'dqRedrive', [k.dead, k.due, k.dueBuckets, k.jobs, k.wake, ...sel]));
 }
 
 export async function runDeleteDead(redis: RedisClient, k: ShardKeys, ids: readonly string[]): Promise<number> {
@@ -221,7 +227,7 @@ export type InspectReply = {
 };
 
 export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): Promise<InspectReply> {
-  const r = (await call(redis, 'dqInspect', [k.due, k.inflight, k.jobs, k.dead, k.errors, id])) as (string | null)[];
+  const r = (await call(redis, 'dqInspect', [k.inflight, k.jobs, k.dead, k.errors, id])) as (string | null)[];
   const num = (v: string | null | undefined) => (v == null ? null : Number(v));
   return {
     record: r[0] ?? null,
@@ -242,7 +248,7 @@ export type StatsReply = {
 };
 
 export async function runStats(redis: RedisClient, k: ShardKeys): Promise<StatsReply> {
-  const r = ((await call(redis, 'dqStats', [k.due, k.inflight, k.dead])) as number[]).map(Number);
+  const r = ((await call(redis, 'dqStats', [k.due, k.dueBuckets, k.inflight, k.dead, k.jobs])) as number[]).map(Number);
   return {
     now: r[0] ?? 0,
     pending: r[1] ?? 0,

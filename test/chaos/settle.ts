@@ -13,6 +13,7 @@ import { ORDERS_QUEUE } from '../../src/modules/orders/orders.module.js';
 import { PARCELS_QUEUE, RECONCILE_JOB_ID as PARCELS_RECONCILE } from '../../src/modules/parcels/parcels.module.js';
 import { batcherKeys, shardKeys } from '../../src/queue/keys.js';
 import { sleep } from '../helpers/redis.js';
+import { dueIds } from '../helpers/due-index.js';
 
 const QUEUES = [ORDERS_QUEUE, APPOINTMENTS_QUEUE, PARCELS_QUEUE, NOTIFICATIONS_QUEUE];
 // The periodic passes always have a pending (sometimes a running) occurrence.
@@ -62,7 +63,7 @@ export async function backlog(db: Db, redis: Redis, prefix: string): Promise<Bac
   b.jobsInFlight = (await jobsInFlight(redis, prefix)).length;
   for (const q of QUEUES) {
     const k = shardKeys(prefix, q, 0);
-    const [due, dead] = await Promise.all([redis.zrangebyscore(k.due, '-inf', now), redis.zcard(k.dead)]);
+    const [due, dead] = await Promise.all([dueIds(redis, k, now), redis.zcard(k.dead)]);
     b.jobsDue += due.filter((id) => !PERIODIC.has(id)).length;
     b.jobsDead += dead;
   }

@@ -45,6 +45,12 @@ async function dropMatching(redis: RedisClient, match: string): Promise<void> {
   }
 }
 
+/** The Redis server clock in whole ms, the clock every script decides by. */
+export async function redisNowMs(redis: RedisClient): Promise<number> {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns true or the deadline passes; returns the last result. */

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueInputError } from '../../src/queue/errors.js';
 import { createQueue } from '../../src/queue/queue.js';
 import { runClaim } from '../../src/queue/scripts.js';
-import { dropQueue, redisClient, uniqueQueueName } from '../helpers/redis.js';
+import { pendingJobs } from '../helpers/due-index.js';
+import { dropQueue, redisClient, redisNowMs, uniqueQueueName } from '../helpers/redis.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -22,10 +23,7 @@ function queue(tag: string, shards = 1) {
   return createQueue(redis, { name, shards, types: { t: {}, u: { maxAttempts: 2 } }, maxPayloadBytes: 1_024 });
 }
 
-async function redisNow(): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
+const redisNow = () => redisNowMs(redis);
 
 describe('schedule', () => {
   it('orders pending jobs by due time and reports them by id', async () => {
@@ -37,7 +35,7 @@ describe('schedule', () => {
       { id: 'b', type: 'u', at: new Date(base + 2), payload: { n: 2 } },
     ]);
     const k = q.keys[0];
-    expect(await redis.zrange(k!.due, 0, -1)).toEqual(['a', 'b', 'c']);
+    expect((await pendingJobs(redis, k!)).map((j) => j.id)).toEqual(['a', 'b', 'c']);
     const b = await q.get('b');
     expect(b).toMatchObject({ state: 'pending', type: 'u', payload: { n: 2 }, attempts: 0, maxAttempts: 2, dueAt: base + 2 });
     const s = await q.stats();

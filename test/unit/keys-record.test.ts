@@ -5,7 +5,7 @@ import { parseRecord } from '../../src/queue/record.js';
 describe('shard keys', () => {
   it('puts every key of a shard under one hash tag', () => {
     const k = shardKeys('dq', 'orders', 3);
-    for (const key of [k.due, k.inflight, k.jobs, k.dead, k.errors]) {
+    for (const key of [k.due, k.dueBuckets, k.seq, k.inflight, k.jobs, k.dead, k.errors]) {
       expect(key.startsWith('dq:{orders:3}:')).toBe(true);
     }
   });
@@ -24,9 +24,16 @@ describe('shard keys', () => {
 
 describe('job record', () => {
   it('parses a record whose payload holds commas and newlines', () => {
-    const r = parseRecord('7,2,,order.expire,{"a":[1,2],"b":"x\ny"}');
-    expect(r).toEqual({ gen: 7, attempts: 2, maxAttempts: undefined, type: 'order.expire', payload: '{"a":[1,2],"b":"x\ny"}' });
-    expect(parseRecord('0,0,3,t,null').maxAttempts).toBe(3);
+    const r = parseRecord('7,2,1764000000123,,order.expire,{"a":[1,2],"b":"x\ny"}');
+    expect(r).toEqual({
+      gen: 7,
+      attempts: 2,
+      due: 1764000000123,
+      maxAttempts: undefined,
+      type: 'order.expire',
+      payload: '{"a":[1,2],"b":"x\ny"}',
+    });
+    expect(parseRecord('0,0,5,3,t,null').maxAttempts).toBe(3);
   });
 
   it('rejects a corrupt record', () => {

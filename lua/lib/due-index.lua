@@ -1,0 +1,209 @@
+--[[
+due-index (a library, not a script: scripts.ts puts it in front of every
+script that reads or moves pending jobs)
+
+The pending jobs of a queue shard, in due-time order, kept in small ZSET
+buckets listed in an index ZSET, instead of in one large ZSET.
+
+Why: a ZSET of more than zset-max-listpack-entries (128) members is a skiplist
+and costs about 127 B per member for a 19-byte job id (skiplist node, dict
+entry, the id's string); a ZSET of at most 128 stays a listpack at about 31 B
+per member. Buckets of up to 64 jobs plus one index entry per bucket cost
+about 45 B per pending job where one ZSET cost 127 (BENCHMARKS.md). The order
+and the O(log n) moves by id stay: a job's due time is kept in its record, and
+the record's due time finds its bucket.
+
+Layout (one queue shard, all under its hash tag):
+  index            ZSET  bucket name -> lower bound (ms since epoch); the name
+                         is the bound in digits, so the index reads as bounds
+  prefix .. name   ZSET  job id -> due time (ms since epoch)
+
+Invariants, kept by every function here:
+  I1  Buckets partition the time line in index order: every job of bucket b is
+      due at or after b's lower bound and before the next bucket's, and lower
+      bounds strictly increase along the index. The earliest job is therefore
+      the first member of the first bucket, and claims walk buckets in order.
+  I2  No listed bucket is empty, and no bucket exists unlisted.
+  I3  A pending job is in exactly one bucket: the one dueLocate returns for the
+      due time in its record. Whoever moves a job updates both together.
+A bucket holds at most BUCKET_MAX jobs, except when they all share one due
+time: a bucket is only ever split between two different due times, or I1
+would break.
+
+Bucket keys are built here from a prefix the caller declares in KEYS (the key
+itself never exists). Declaring an absent key is what keeps these scripts off
+a shard whose slot is migrating between cluster masters: Redis answers
+TRYAGAIN (the client retries) instead of running the script while some of the
+shard's buckets have moved and others have not (lua/README.md).
+]]
+
+-- Half of Redis' default zset-max-listpack-entries (128). A listpack is
+-- searched and shifted end to end on every ZADD and ZREM, so a job's add
+-- costs in proportion to its bucket's size: 64 spends about a fifth fewer
+-- Redis instructions per enqueued job than 128 for 3 B more per job
+-- (callgrind, BENCHMARKS.md). A server set below 64 only turns buckets into
+-- skiplists sooner: more memory, same behaviour.
+local BUCKET_MAX = 64
+
+-- Due times pass through these functions as whole ms in decimal digits, and
+-- numbers given to redis.call are written as strings ('0', not 0): Redis 7.0
+-- prints a Lua number argument, and every score it returns, with
+-- snprintf("%.17g"), which cost more instructions than the listpack writes
+-- (callgrind, BENCHMARKS.md). Hence also ZCOUNT (an integer) where a score
+-- would only be compared. A bucket's name is its lower bound, in digits
+-- (unique by I1).
+
+local dueIndex, duePrefix
+
+-- Every script calls this once, before any other function here.
+local function dueUse(index, prefix)
+  dueIndex, duePrefix = index, prefix
+end
+
+-- The bucket that holds, or would take, a job due at t: the last one whose
+-- lower bound is at or before t. When t is before every bound, the first
+-- bucket and true: adding there must lower its bound to t. nil when there is none.
+local function dueLocate(t)
+  local r = redis.call('ZRANGE', dueIndex, t, '-inf', 'BYSCORE', 'REV', 'LIMIT', '0', '1')
+  if r[1] then return r[1], false end
+  r = redis.call('ZRANGE', dueIndex, '0', '0')
+  if r[1] then return r[1], true end
+  return nil, false
+end
+
+-- A new bucket with lower bound `lower` holding `pairs` (due, id, due, id, ...).
+local function dueNewBucket(lower, pairs)
+  redis.call('ZADD', duePrefix .. lower, unpack(pairs))
+  redis.call('ZADD', dueIndex, lower, lower)
+end
+
+-- Gives the first bucket, `name`, the earlier bound t; returns its new name.
+local function dueLower(name, t)
+  redis.call('RENAME', duePrefix .. name, duePrefix .. t)
+  redis.call('ZREM', dueIndex, name)
+  redis.call('ZADD', dueIndex, t, t)
+  return t
+end
+
+-- Splits a full bucket of n jobs near its middle, between two different due
+-- times: the later part moves to a new bucket (copied inside Redis by
+-- ZRANGESTORE). False when all its jobs share one due time.
+local function dueSplit(key, n)
+  -- The run of jobs sharing the middle job's due time s spans ranks
+  -- [before, upTo): a cut is allowed at either end of it, but not at 0 or n.
+  local s = redis.call('ZRANGE', key, tostring(math.floor(n / 2)), tostring(math.floor(n / 2)), 'WITHSCORES')[2]
+  local before = redis.call('ZCOUNT', key, '-inf', '(' .. s)
+  local upTo = redis.call('ZCOUNT', key, '-inf', s)
+  local cut
+  if upTo < n and (before == 0 or upTo - n / 2 <= n / 2 - before) then cut = upTo
+  elseif before > 0 then cut = before
+  else return false end
+  local name = redis.call('ZRANGE', key, tostring(cut), tostring(cut), 'WITHSCORES')[2]
+  redis.call('ZRANGESTORE', duePrefix .. name, key, tostring(cut), '-1')
+  redis.call('ZREMRANGEBYRANK', key, tostring(cut), '-1')
+  redis.call('ZADD', dueIndex, name, name)
+  return true
+end
+
+-- Adds a job due at t. The caller has made sure it is in no bucket.
+-- A full bucket makes room in O(1) when the job falls outside its jobs' times
+-- (a new bucket, or the old jobs renamed into one); only a job inside them
+-- costs a split, and a bucket whose jobs share one time just grows.
+local function dueAdd(t, id)
+  local name, below = dueLocate(t)
+  if not name then
+    dueNewBucket(t, { t, id })
+    return
+  end
+  local key = duePrefix .. name
+  local n = redis.call('ZCARD', key)
+  if n >= BUCKET_MAX then
+    if below then
+      -- Before everything pending: a new first bucket.
+      dueNewBucket(t, { t, id })
+      return
+    end
+    local earlier = redis.call('ZCOUNT', key, '-inf', '(' .. t)
+    if earlier == n then
+      -- After every job of this bucket (the usual case: due times mostly
+      -- grow): start the next bucket and leave this one full.
+      dueNewBucket(t, { t, id })
+      return
+    end
+    local upTo = redis.call('ZCOUNT', key, '-inf', t)
+    if upTo == 0 then
+      -- Before every job of this bucket: they move, whole, to a new bucket
+      -- named after their first time, and this one keeps only the new job.
+      local first = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')[2]
+      redis.call('RENAME', key, duePrefix .. first)
+      redis.call('ZADD', dueIndex, first, first)
+    elseif not (earlier == 0 and upTo == n) and dueSplit(key, n) then
+      -- (Not when every job is due at t: then it just grows.)
+      name = dueLocate(t)
+      key = duePrefix .. name
+    end
+  end
+  if below then key = duePrefix .. dueLower(name, t) end
+  redis.call('ZADD', key, t, id)
+end
+
+-- Removes a job due at t (from its record; nil if the record was unreadable).
+-- False when it is not there.
+local function dueRemove(t, id)
+  if not t then return false end
+  local name = dueLocate(t)
+  if not name then return false end
+  local key = duePrefix .. name
+  if redis.call('ZREM', key, id) == 0 then return false end
+  if redis.call('EXISTS', key) == 0 then redis.call('ZREM', dueIndex, name) end
+  return true
+end
+
+-- Takes up to max jobs due at or before now (ms, digits), earliest first, out
+-- of the buckets. Returns their ids (their due times are in their records).
+local function dueTake(now, max)
+  local out = {}
+  while #out < max do
+    local first = redis.call('ZRANGE', dueIndex, '0', '0')[1]
+    if not first or tonumber(first) > tonumber(now) then break end
+    local key = duePrefix .. first
+    local got = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', '0', tostring(max - #out))
+    if #got == 0 then break end
+    -- The due jobs are exactly the lowest ranks.
+    redis.call('ZREMRANGEBYRANK', key, '0', tostring(#got - 1))
+    for i = 1, #got do out[#out + 1] = got[i] end
+    -- Jobs left in this bucket are not due yet (I1: nor is any later bucket's),
+    -- unless max was reached; either way the walk ends here.
+    if redis.call('EXISTS', key) == 1 then break end
+    redis.call('ZREM', dueIndex, first)
+  end
+  return out
+end
+
+-- The earliest due time pending (ms), or nil.
+local function dueHead()
+  local first = redis.call('ZRANGE', dueIndex, '0', '0')[1]
+  if not first then return nil end
+  local h = redis.call('ZRANGE', duePrefix .. first, '0', '0', 'WITHSCORES')
+  return h[2] and tonumber(h[2])
+end
+
+-- How many pending jobs are due at or before now (ms).
+local function dueCount(now)
+  local names = redis.call('ZRANGE', dueIndex, '-inf', now, 'BYSCORE')
+  local n = 0
+  for i, name in ipairs(names) do
+    if i < #names then
+      -- Ends before the next bucket's bound, which is at or before now (I1).
+      n = n + redis.call('ZCARD', duePrefix .. name)
+    else
+      n = n + redis.call('ZCOUNT', duePrefix .. name, '-inf', now)
+    end
+  end
+  return n
+end
+
+-- The due time field of a record "gen,attempts,due,..." (digits; nil if unreadable).
+local function recordDue(rec)
+  return string.match(rec, '^%d+,%d+,(%d+),')
+end
