@@ -28,7 +28,8 @@ Invariants, kept by every function here:
       due time in its record. Whoever moves a job updates both together.
 A bucket holds at most BUCKET_MAX jobs, except when they all share one due
 time: a bucket is only ever split between two different due times, or I1
-would break.
+would break. A removal that leaves a bucket under a quarter full joins it to a
+neighbour when both fit in half a bucket.
 
 Bucket keys are built here from a prefix the caller declares in KEYS (the key
 itself never exists). Declaring an absent key is what keeps these scripts off
@@ -147,6 +148,40 @@ local function dueAdd(t, id)
   redis.call('ZADD', key, t, id)
 end
 
+-- Moves every job of bucket `from` into the bucket `into` just before it in
+-- the index, and drops `from`: into's range then spans both (I1 holds).
+local function dueMerge(into, from)
+  local fromKey = duePrefix .. from
+  local flat = redis.call('ZRANGE', fromKey, '0', '-1', 'WITHSCORES')
+  local args = {}
+  for i = 1, #flat, 2 do
+    args[i] = flat[i + 1]
+    args[i + 1] = flat[i]
+  end
+  redis.call('ZADD', duePrefix .. into, unpack(args))
+  redis.call('DEL', fromKey)
+  redis.call('ZREM', dueIndex, from)
+end
+
+-- Bucket `name`, left with n (< BUCKET_MAX / 4) jobs by a removal, joins a
+-- neighbour when the two together fill at most half a bucket. Without this,
+-- cancels (most orders are paid, so most expiry jobs are cancelled) would
+-- leave a bucket, about 200 B of key, listpack and index entry, for every
+-- few jobs, and claims would walk them one by one. Half a bucket leaves room,
+-- so a merged bucket does not split again at once.
+local function dueMergeSmall(name, n)
+  local limit = BUCKET_MAX / 2
+  local nextName = redis.call('ZRANGE', dueIndex, '(' .. name, '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+  if nextName and n + redis.call('ZCARD', duePrefix .. nextName) <= limit then
+    dueMerge(name, nextName)
+    return
+  end
+  local prevName = redis.call('ZRANGE', dueIndex, '(' .. name, '-inf', 'BYSCORE', 'REV', 'LIMIT', '0', '1')[1]
+  if prevName and n + redis.call('ZCARD', duePrefix .. prevName) <= limit then
+    dueMerge(prevName, name)
+  end
+end
+
 -- Removes a job due at t (from its record; nil if the record was unreadable).
 -- False when it is not there.
 local function dueRemove(t, id)
@@ -155,7 +190,12 @@ local function dueRemove(t, id)
   if not name then return false end
   local key = duePrefix .. name
   if redis.call('ZREM', key, id) == 0 then return false end
-  if redis.call('EXISTS', key) == 0 then redis.call('ZREM', dueIndex, name) end
+  local n = redis.call('ZCARD', key)
+  if n == 0 then
+    redis.call('ZREM', dueIndex, name)
+  elseif n < BUCKET_MAX / 4 then
+    dueMergeSmall(name, n)
+  end
   return true
 end
 

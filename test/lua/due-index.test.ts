@@ -203,6 +203,25 @@ describe('due index', () => {
     expect(c.nextDue).toBe(now + 3_600_000);
   });
 
+  it('merges buckets thinned out by cancels, so sparse jobs do not keep a bucket each', async () => {
+    const q = queue('thin');
+    const k = q.keys[0]!;
+    const now = await redisNow();
+    const n = BUCKET_MAX * 20;
+    await q.scheduleMany(Array.from({ length: n }, (_, i) => ({ id: `t${i}`, type: 't', at: now - 100_000 + i })));
+    expect((await dueBuckets(redis, k)).length).toBe(20);
+    // Most orders are paid: their expiry jobs are cancelled, 3 of every 64 stay.
+    const kept = Array.from({ length: n }, (_, i) => i).filter((i) => i % BUCKET_MAX < 3);
+    for (let i = 0; i < n; i++) if (i % BUCKET_MAX >= 3) await q.cancel(`t${i}`);
+    expect(await dueIndexProblems(redis, k)).toEqual([]);
+    const buckets = await dueBuckets(redis, k);
+    expect(buckets.length).toBeLessThanOrEqual(Math.ceil(kept.length / (BUCKET_MAX / 4)));
+    expect(Math.max(...buckets.map((b) => b.jobs.length))).toBeLessThanOrEqual(BUCKET_MAX);
+    const c = await runClaim(redis, k, n, 600_000, 0);
+    expect(c.jobs.map((j) => j.id)).toEqual(kept.map((i) => `t${i}`));
+    expect(c.jobs.map((j) => j.dueAt)).toEqual(kept.map((i) => now - 100_000 + i));
+  });
+
   it('makes room in a full bucket for a job due before all of its jobs but after its bound', async () => {
     const q = queue('prepend');
     const k = q.keys[0]!;
