@@ -7,6 +7,7 @@ import { NonRetryableError } from './errors.js';
 import type { ShardKeys } from './keys.js';
 import { type Queue, decodePayload } from './queue.js';
 import { parseRecord } from './record.js';
+import { timeOf } from './schedule-input.js';
 import { createFailureHandler } from './job-failure.js';
 import { type ClaimedRaw, type RedisClient, runExtend, runRelease } from './scripts.js';
 import { createServerClock, localNow } from './server-clock.js';
@@ -183,7 +184,17 @@ export function createWorker(o: WorkerOptions): Worker {
     if (outcome && typeof outcome.retryAt === 'number') {
       // An absolute time on Redis's clock: the job lands on it exactly (a
       // periodic job's next occurrence), whatever this worker's clock estimate.
-      await runRelease(redis, k, [{ id: job.id, token: job.token }], { at: outcome.retryAt });
+      let at: number;
+      try {
+        // Checked like a schedule's time: it becomes the job's due time and
+        // names its due bucket. NaN, negative or too far is the handler's
+        // bug: the job fails as if the handler threw, naming the time.
+        at = timeOf({ at: outcome.retryAt }).time;
+      } catch (err) {
+        await fail(job, err);
+        return true;
+      }
+      await runRelease(redis, k, [{ id: job.id, token: job.token }], { at });
       return true;
     }
     (acks[job.shard] as AckBatcher).add(job.id, job.token);

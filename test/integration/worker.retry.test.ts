@@ -117,5 +117,16 @@ describe('retries and dead letters', () => {
     expect((runs[1]?.at ?? 0) - (runs[0]?.at ?? 0)).toBeGreaterThanOrEqual(148);
     expect((runs[2]?.at ?? 0) - (runs[1]?.at ?? 0)).toBeGreaterThanOrEqual(148);
   });
-});
 
+  it('fails a job whose handler defers it to a time that is no time, and writes no such due time', async () => {
+    h = harness('defer-bad', { t: { maxAttempts: 1 } });
+    const bad = [Number.NaN, -5, Number.POSITIVE_INFINITY];
+    await h.startWorker({ t: (job) => ({ retryAt: bad[Number(job.id.slice(1))] as number }) });
+    await h.queue.scheduleMany(bad.map((_, i) => ({ id: `b${i}`, type: 't', delayMs: 0 })));
+    for (const i of bad.keys()) {
+      expect(await waitFor(async () => (await h.queue.get(`b${i}`))?.state === 'dead', 3_000)).toBe(true);
+      expect((await h.queue.get(`b${i}`))?.lastError).toMatch(/due time must be a finite time in ms/);
+    }
+    expect(await h.queue.stats()).toMatchObject({ pending: 0, dead: 3 });
+  });
+});
