@@ -22,6 +22,7 @@ import { createOrdersModule } from './modules/orders/orders.module.js';
 import { createParcelsModule } from './modules/parcels/parcels.module.js';
 import { createReportsModule } from './modules/reports/reports.module.js';
 import { checkEvictionPolicy } from './queue/eviction-check.js';
+import { checkQueueLayout } from './queue/layout-check.js';
 import { createLatenessReader } from './queue/lateness-reader.js';
 import { createLatenessRecorder } from './queue/lateness-recorder.js';
 import { periodicHandler, startPeriodicKeeper } from './queue/periodic.js';
@@ -123,6 +124,7 @@ async function start(
     reports,
   ];
 
+  await checkQueueLayout(redis, modules.map((m) => m.queue));
   metrics.watchQueues(modules.map((m) => m.queue));
   for (const m of modules) m.queue.onScheduled((n) => metrics.scheduled(m.queue.name, n));
 

@@ -1,6 +1,7 @@
 // The service as a process and as an app: config errors stop it with the
 // variable's name, it starts and stops on SIGTERM, honours the Redis database
-// index, warns about an evicting Redis, and answers errors as problem+json.
+// index, warns about an evicting Redis, refuses queue data of an old layout,
+// and answers errors as problem+json.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
@@ -9,9 +10,11 @@ import { createApp } from '../../src/app.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createRedis } from '../../src/core/redis.js';
 import { checkEvictionPolicy } from '../../src/queue/eviction-check.js';
+import { QueueLayoutError, checkQueueLayout } from '../../src/queue/layout-check.js';
+import { type Queue, createQueue } from '../../src/queue/queue.js';
 import type { QueueLogger } from '../../src/queue/types.js';
 import { createTestDb } from '../helpers/db.js';
-import { REDIS_URL, waitFor } from '../helpers/redis.js';
+import { REDIS_URL, dropQueue, uniqueQueueName, waitFor } from '../helpers/redis.js';
 import { freePort, startPrivateRedis } from '../helpers/redis-server.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -86,6 +89,30 @@ describe('redis connections', () => {
       evicting.disconnect();
       local.disconnect();
       await srv.stop();
+    }
+  });
+});
+
+describe('queue layout', () => {
+  it('refuses queue data of the layout before the due buckets, pending or not, and passes the current one', async () => {
+    const redis = createRedis(REDIS_URL, 'layout-test');
+    const names = [uniqueQueueName('layout-a'), uniqueQueueName('layout-b')];
+    const [a, b] = names.map((name) => createQueue(redis, { name, types: { t: {} } })) as [Queue, Queue];
+    try {
+      await a.schedule({ id: 'new', type: 't', delayMs: 60_000 });
+      await b.schedule({ id: 'new', type: 't', delayMs: 60_000 });
+      await checkQueueLayout(redis, [a, b]);
+      // Old pending job: the single due ZSET.
+      await redis.zadd(`dq:{${names[0]}:0}:due`, Date.now(), 'old');
+      await expect(checkQueueLayout(redis, [a, b])).rejects.toThrow(new RegExp(`dq:\\{${names[0]}:0\\}[^,]*; this build cannot read it`));
+      await redis.del(`dq:{${names[0]}:0}:due`);
+      // Old dead job: only its record ("gen,attempts,maxAttempts,type,payload") tells.
+      await b.cancel('new');
+      await redis.hset(b.keys[0]!.jobs, 'old', '0,3,,t,{}');
+      await expect(checkQueueLayout(redis, [a, b])).rejects.toBeInstanceOf(QueueLayoutError);
+    } finally {
+      for (const n of names) await dropQueue(redis, n);
+      redis.disconnect();
     }
   });
 });
