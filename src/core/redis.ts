@@ -64,8 +64,10 @@ function open(t: RedisTarget, connectionName: string, lazyConnect: boolean): Red
     // Every command goes to the master of its slot: a replica may lag behind a claim.
     scaleReads: 'master',
     // A slot moving between masters answers TRYAGAIN for a multi-key script
-    // until all its keys have moved: retry shortly instead of failing. Each
-    // retry counts as a redirection; the default 16 gives up within a second.
+    // until all its keys have moved (for the queue scripts, which declare an
+    // absent key, until the whole slot has moved: lua/README.md): retry
+    // shortly instead of failing. Each retry counts as a redirection; the
+    // default 16 gives up within a second, 200 after about 10 s.
     retryDelayOnTryAgain: 50,
     maxRedirections: 200,
     retryDelayOnClusterDown: 200,
