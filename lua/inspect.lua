@@ -3,7 +3,8 @@ inspect: read one job's whole state as a consistent snapshot (read-only).
 
 A job with a record is in exactly one of: the due index (pending), in flight,
 dead. A pending job's due time is the one in its record (lua/lib/due-index.lua
-files it by that time), so the buckets need not be read.
+files it by that time), so the buckets need not be read. Uses recordDue of
+lua/lib/due-index.lua.
 
 KEYS[1] inflight  KEYS[2] jobs  KEYS[3] dead  KEYS[4] errors
 ARGV[1] job id
@@ -16,5 +17,5 @@ local rec = redis.call('HGET', KEYS[2], id)
 local lease = redis.call('ZSCORE', KEYS[1], id)
 local died = redis.call('ZSCORE', KEYS[3], id)
 local due = false
-if rec and not lease and not died then due = string.match(rec, '^%d+,%d+,(%d+),') or false end
+if rec and not lease and not died then due = recordDue(rec) or false end
 return { rec, due, lease, died, redis.call('HGET', KEYS[4], id) }

@@ -22,7 +22,7 @@ const SCRIPTS = {
   dqCancel: { file: 'cancel.lua', keys: 6, dueIndex: true },
   dqRedrive: { file: 'redrive.lua', keys: 4, dueIndex: true },
   dqDeleteDead: { file: 'delete-dead.lua', keys: 3, dueIndex: false },
-  dqInspect: { file: 'inspect.lua', keys: 4, dueIndex: false },
+  dqInspect: { file: 'inspect.lua', keys: 4, dueIndex: true },
   dqStats: { file: 'stats.lua', keys: 5, dueIndex: true },
   bqAdd: { file: 'batch-add.lua', keys: 2, dueIndex: false },
   bqTakeDue: { file: 'batch-take-due.lua', keys: 2, dueIndex: false },
