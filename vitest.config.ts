@@ -4,8 +4,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Cluster-only files run in the cluster suite (vitest.cluster.config.ts), the
-    // fault-injection suite on its own (npm run test:chaos, vitest.chaos.config.ts).
-    exclude: [...configDefaults.exclude, 'test/cluster/**', 'test/chaos/**'],
+    // model-based suites, the Sentinel suite and the fault-injection suite each
+    // on their own (vitest.model.config.ts, vitest.sentinel.config.ts, vitest.chaos.config.ts).
+    exclude: [...configDefaults.exclude, 'test/cluster/**', 'test/chaos/**', 'test/model/**', 'test/sentinel/**'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 60_000,

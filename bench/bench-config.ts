@@ -33,7 +33,10 @@ export type BenchConfig = {
 
 function list<T extends string>(raw: string | undefined, allowed: readonly T[], what: string): readonly T[] {
   if (!raw) return allowed;
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
     if (!(allowed as readonly string[]).includes(item)) throw new Error(`${what}: unknown "${item}" (allowed: ${allowed.join(', ')})`);
   }

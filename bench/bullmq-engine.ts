@@ -57,9 +57,7 @@ export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
     async addAt(jobs) {
       // Timestamp + delay is exactly the intended due time (BullMQ scores delayed jobs by it).
       const now = Date.now();
-      await queue.addBulk(
-        jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, timestamp: now, delay: Math.max(0, j.dueAt - now) } })),
-      );
+      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, timestamp: now, delay: Math.max(0, j.dueAt - now) } })));
     },
     async addDue(ns) {
       await queue.addBulk(ns.map(() => ({ name: 'noop', data: PAYLOAD, opts: JOB_OPTS })));

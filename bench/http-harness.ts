@@ -247,10 +247,7 @@ export function machineInfo(versions: { postgres: string; redis: string }): Mach
 }
 
 export function machineLines(m: Machine): string[] {
-  return [
-    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB RAM, ${m.os}`,
-    `- Node ${m.node}, ${m.postgres.split(' on ')[0]}, Redis ${m.redis}`,
-  ];
+  return [`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB RAM, ${m.os}`, `- Node ${m.node}, ${m.postgres.split(' on ')[0]}, Redis ${m.redis}`];
 }
 
 // ---------------------------------------------------------------- BENCHMARKS.md

@@ -7,10 +7,7 @@ import { openEngine } from './open-engine.js';
 
 export type ChildArgs = { redisUrl: string; ids: QueueIds; concurrency: number };
 export type ChildMessage =
-  | { type: 'ready'; pid: number }
-  | { type: 'samples'; wall: number[]; engine: number[] }
-  | { type: 'done'; pid: number }
-  | { type: 'error'; message: string };
+  { type: 'ready'; pid: number } | { type: 'samples'; wall: number[]; engine: number[] } | { type: 'done'; pid: number } | { type: 'error'; message: string };
 
 const FLUSH_EVERY_MS = 200;
 

@@ -10,7 +10,5 @@ export function openEngine(redisUrl: string, ids: QueueIds): BenchQueue {
 
 /** Unique, disjoint key space per (run, scenario, engine). */
 export function queueIds(engine: QueueIds['engine'], runTag: string, scenario: string): QueueIds {
-  return engine === 'ours'
-    ? { engine, name: `${runTag}-${scenario}`, prefix: 'dq' }
-    : { engine, name: scenario, prefix: runTag };
+  return engine === 'ours' ? { engine, name: `${runTag}-${scenario}`, prefix: 'dq' } : { engine, name: scenario, prefix: runTag };
 }

@@ -2,8 +2,8 @@
 // connection for scheduling and stats, and a separate connection per worker,
 // as a separate worker process would have.
 import { Redis } from 'ioredis';
-import { createQueue } from '../src/queue/queue.js';
-import { createWorker } from '../src/queue/worker.js';
+import { createQueue } from '../src/queue/producer/queue.js';
+import { createWorker } from '../src/queue/consumer/worker.js';
 import { type BenchQueue, type QueueIds, type WorkerHooks, businessId } from './bench-engine.js';
 import { PAYLOAD, dropKeys } from './bench-util.js';
 

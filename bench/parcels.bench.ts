@@ -34,7 +34,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { createBatcher } from '../src/queue/batcher.js';
+import { createBatcher } from '../src/queue/batcher/batcher.js';
 import {
   type AcResult,
   autocannon,
@@ -182,14 +182,15 @@ async function runLua(kind: LuaResult['client'], admin: Redis): Promise<LuaResul
         latencies[i] = performance.now() - s;
         if (r.added) added++;
         else note(`BP-${i}: not added (already waiting?)`);
-        if (r.taken.length === 0) continue;
-        if (r.taken.length === BATCH_SIZE) fullBatches++;
+        const taken = r.batches.flat();
+        if (taken.length === 0) continue;
+        if (r.batches.length === 1 && taken.length === BATCH_SIZE) fullBatches++;
         else {
           otherTakes++;
-          note(`BP-${i}: the script returned a batch of ${r.taken.length}`);
+          note(`BP-${i}: the script returned ${r.batches.length} batches of ${taken.length} in all`);
         }
-        takenItems += r.taken.length;
-        for (const t of r.taken) {
+        takenItems += taken.length;
+        for (const t of taken) {
           if (seen.has(t.item)) note(`${t.item} taken twice`);
           seen.add(t.item);
           if (Number(t.item.slice(3)) % AREAS !== area) note(`${t.item} taken in a batch of area A${area}`);
@@ -358,7 +359,10 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   }
 
   const byStatus = Object.fromEntries(
-    (await pgQuery<{ status: string; n: number }>(dbUrl, 'SELECT status::text AS status, count(*)::int AS n FROM parcels GROUP BY 1 ORDER BY 1')).map((r) => [r.status, r.n]),
+    (await pgQuery<{ status: string; n: number }>(dbUrl, 'SELECT status::text AS status, count(*)::int AS n FROM parcels GROUP BY 1 ORDER BY 1')).map((r) => [
+      r.status,
+      r.n,
+    ]),
   );
   const odd = Object.entries(byStatus).filter(([s]) => s !== 'BATCHED' && s !== 'WAITING');
   if (odd.length) problems.push(`parcel rows in other states: ${JSON.stringify(Object.fromEntries(odd))}`);
@@ -374,7 +378,8 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   if (measured.size !== answered2xx) {
     const msg = `${measured.size} parcel rows for ${answered2xx} 2xx answers (${rowsWithoutAnswer} rows without a counted answer)`;
     // autocannon drops the answers of requests in flight when it stops: at most one per connection.
-    if (rowsWithoutAnswer <= cfg.connections && answeredWithoutRow === 0 && scenario.non2xx === 0) notes.push(`${msg}: requests in flight when autocannon stopped`);
+    if (rowsWithoutAnswer <= cfg.connections && answeredWithoutRow === 0 && scenario.non2xx === 0)
+      notes.push(`${msg}: requests in flight when autocannon stopped`);
     else problems.push(msg);
   }
 
@@ -398,7 +403,10 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
 
   // WAITING in PostgreSQL against the batcher's Redis groups (read only, same keys as the service).
   const waitingDb = new Map(
-    (await pgQuery<{ a: string; n: number }>(dbUrl, `SELECT area_code AS a, count(*)::int AS n FROM parcels WHERE status = 'WAITING' GROUP BY 1`)).map((r) => [r.a, r.n]),
+    (await pgQuery<{ a: string; n: number }>(dbUrl, `SELECT area_code AS a, count(*)::int AS n FROM parcels WHERE status = 'WAITING' GROUP BY 1`)).map((r) => [
+      r.a,
+      r.n,
+    ]),
   );
   const view = createBatcher(run.redis, { name: 'parcels', prefix: `${queuePrefix}b`, batchSize: BATCH_SIZE, maxWaitMs: MAX_WAIT_SECONDS * 1_000 });
   let atOrAbove = 0;
@@ -498,7 +506,9 @@ function ioredisVersion(): string {
 
 async function main(): Promise<void> {
   const date = new Date().toISOString();
-  log(`run ${runTag}: ${cfg.lua ? `${luaParcels} parcels through the script` : 'no Lua path'}; ${cfg.http ? `database ${dbName}, queue prefix ${queuePrefix}, ${cfg.durationS} s of POST /parcels` : 'no HTTP path'}`);
+  log(
+    `run ${runTag}: ${cfg.lua ? `${luaParcels} parcels through the script` : 'no Lua path'}; ${cfg.http ? `database ${dbName}, queue prefix ${queuePrefix}, ${cfg.durationS} s of POST /parcels` : 'no HTTP path'}`,
+  );
   const run = openBenchRun({
     connectionName: 'bench-parcels',
     dbName,
@@ -544,7 +554,13 @@ async function main(): Promise<void> {
     if (http) {
       const d = http.db;
       notes.push(
-        `HTTP: statuses ${JSON.stringify(http.scenario.statusCodes)}; ${fmt(d.rows)} parcel rows (${Object.entries(d.byStatus).map(([s, n]) => `${s} ${fmt(n)}`).join(', ')}), ${fmt(d.measuredRows)} of them from the measured ${http.scenario.durationS} s for ${fmt(http.answered2xx)} 2xx answers; batches ${Object.entries(d.batches).map(([r, b]) => `${r} ${fmt(b.batches)} (${fmt(b.parcels)} parcels)`).join(', ') || 'none'}.`,
+        `HTTP: statuses ${JSON.stringify(http.scenario.statusCodes)}; ${fmt(d.rows)} parcel rows (${Object.entries(d.byStatus)
+          .map(([s, n]) => `${s} ${fmt(n)}`)
+          .join(', ')}), ${fmt(d.measuredRows)} of them from the measured ${http.scenario.durationS} s for ${fmt(http.answered2xx)} 2xx answers; batches ${
+          Object.entries(d.batches)
+            .map(([r, b]) => `${r} ${fmt(b.batches)} (${fmt(b.parcels)} parcels)`)
+            .join(', ') || 'none'
+        }.`,
       );
       for (const n of http.notes) notes.push(`HTTP: ${n}`);
       for (const p of http.problems) notes.push(`HTTP problem: ${p}`);

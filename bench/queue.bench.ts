@@ -93,7 +93,13 @@ async function metaOf(cfg: BenchConfig, admin: Redis): Promise<RunMeta> {
     redis: (await infoField(admin, 'server', 'redis_version')) ?? 'unknown',
     bullmq: versionOf('bullmq'),
     ioredis: versionOf('ioredis'),
-    counts: { enqueue: cfg.enqueueJobs, enqueueInFlight: cfg.enqueueInFlight, claim: cfg.claimJobs, lateness: cfg.latenessJobs, latenessWindowMs: cfg.latenessWindowMs },
+    counts: {
+      enqueue: cfg.enqueueJobs,
+      enqueueInFlight: cfg.enqueueInFlight,
+      claim: cfg.claimJobs,
+      lateness: cfg.latenessJobs,
+      latenessWindowMs: cfg.latenessWindowMs,
+    },
   };
 }
 
@@ -119,7 +125,7 @@ async function main(): Promise<void> {
   const cfg = readConfig();
   const admin = new Redis(cfg.redisUrl, { connectionName: 'bench-admin', maxRetriesPerRequest: null });
   process.once('SIGINT', () => {
-    log('interrupted: deleting this run\'s keys');
+    log("interrupted: deleting this run's keys");
     void Promise.allSettled([...open].map((q) => q.drop())).finally(() => process.exit(130));
   });
   const meta = await metaOf(cfg, admin);

@@ -58,13 +58,34 @@ const lat = (key: 'lateness1' | 'lateness4', q: 'p50' | 'p99' | 'p999' | 'max') 
 function rows(): Row[] {
   const out: Row[] = [
     { label: 'Enqueue, delayed jobs/s', better: 'higher', get: (r) => ok(r?.enqueue)?.jobsPerSec, target: { op: '>=', value: 100_000 }, reference: '~15 700' },
-    { label: 'Memory per pending job, used_memory delta (B)', better: 'lower', get: (r) => ok(r?.memory)?.usedMemoryBytesPerJob, target: { op: '<=', value: 180 }, reference: '~359' },
+    {
+      label: 'Memory per pending job, used_memory delta (B)',
+      better: 'lower',
+      get: (r) => ok(r?.memory)?.usedMemoryBytesPerJob,
+      target: { op: '<=', value: 180 },
+      reference: '~359',
+    },
     { label: 'Memory per pending job, MEMORY USAGE of keys (B)', better: 'lower', get: (r) => ok(r?.memory)?.keyBytesPerJob, target: { op: '<=', value: 180 } },
-    { label: 'Claim + ack, concurrency 1 (jobs/s)', better: 'higher', get: (r) => ok(r?.claim1)?.jobsPerSec, target: { op: '>=', value: 5_000 }, reference: '~1 700' },
-    { label: 'Claim + ack, concurrency 50 (jobs/s)', better: 'higher', get: (r) => ok(r?.claim50)?.jobsPerSec, target: { op: '>=', value: 50_000 }, reference: '~11 000' },
+    {
+      label: 'Claim + ack, concurrency 1 (jobs/s)',
+      better: 'higher',
+      get: (r) => ok(r?.claim1)?.jobsPerSec,
+      target: { op: '>=', value: 5_000 },
+      reference: '~1 700',
+    },
+    {
+      label: 'Claim + ack, concurrency 50 (jobs/s)',
+      better: 'higher',
+      get: (r) => ok(r?.claim50)?.jobsPerSec,
+      target: { op: '>=', value: 50_000 },
+      reference: '~11 000',
+    },
   ];
   const refs: Record<string, string> = { p50: '25', p99: '101', max: '132' };
-  for (const [key, procs] of [['lateness1', 1], ['lateness4', 4]] as const) {
+  for (const [key, procs] of [
+    ['lateness1', 1],
+    ['lateness4', 4],
+  ] as const) {
     for (const q of ['p50', 'p99', 'p999', 'max'] as const) {
       const target = q === 'p99' ? { op: '<=' as const, value: 5 } : q === 'max' ? { op: '<=' as const, value: 25 } : undefined;
       out.push({
@@ -103,7 +124,8 @@ export function sectionFor(meta: RunMeta, results: RunResults): string {
     const ratio = a !== undefined && b !== undefined && b !== 0 ? fmt(Math.round((a / b) * 100) / 100) : '—';
     const target = row.target ? `${row.target.op === '>=' ? '≥' : '≤'} ${fmt(row.target.value)}` : '';
     // Targets are for full-size runs; a scaled-down run is not judged against them.
-    const met = row.target && a !== undefined && meta.scale === 1 ? ((row.target.op === '>=' ? a >= row.target.value : a <= row.target.value) ? 'yes' : 'no') : '';
+    const met =
+      row.target && a !== undefined && meta.scale === 1 ? ((row.target.op === '>=' ? a >= row.target.value : a <= row.target.value) ? 'yes' : 'no') : '';
     lines.push(`| ${row.label} | ${fmt(a)} | ${fmt(b)} | ${ratio} | ${target} | ${met} | ${row.reference ?? ''} |`);
   }
   const errors = (['ours', 'bullmq'] as const).flatMap((e) =>

@@ -4,8 +4,8 @@
 // it completed and their lateness samples; on 'stop' it stops, reports the
 // rest, says 'done' and exits.
 import { createRedis } from '../src/core/redis.js';
-import { createQueue } from '../src/queue/queue.js';
-import { createWorker } from '../src/queue/worker.js';
+import { createQueue } from '../src/queue/producer/queue.js';
+import { createWorker } from '../src/queue/consumer/worker.js';
 
 export type ScaleChildArgs = {
   url: string;
@@ -16,10 +16,7 @@ export type ScaleChildArgs = {
   concurrency: number;
 };
 export type ScaleChildMessage =
-  | { type: 'ready' }
-  | { type: 'progress'; completed: number; lateness: number[] }
-  | { type: 'done' }
-  | { type: 'error'; message: string };
+  { type: 'ready' } | { type: 'progress'; completed: number; lateness: number[] } | { type: 'done' } | { type: 'error'; message: string };
 
 const REPORT_EVERY_MS = 100;
 

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { createRedis } from '../src/core/redis.js';
-import { type Queue, createQueue } from '../src/queue/queue.js';
+import { type Queue, createQueue } from '../src/queue/producer/queue.js';
 import { type TestCluster, startRedisCluster } from '../test/helpers/redis-cluster.js';
 import { type Percentiles, log, percentiles, round, until } from './bench-util.js';
 import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, nums, num, redisVersion, writeMarkedSection } from './http-harness.js';
@@ -90,7 +90,14 @@ async function measure(target: Target, processes: number): Promise<Row> {
   const redis = createRedis(target, 'bench-scale-producer');
   const name = `${runTag}-p${processes}`;
   const queue = createQueue(redis, { name, prefix: 'dq', shards: cfg.shards, types: { noop: {} } });
-  const args = (): ScaleChildArgs => ({ url: target.url, clusterNodes: target.clusterNodes, prefix: 'dq', name, shards: cfg.shards, concurrency: cfg.concurrency });
+  const args = (): ScaleChildArgs => ({
+    url: target.url,
+    clusterNodes: target.clusterNodes,
+    prefix: 'dq',
+    name,
+    shards: cfg.shards,
+    concurrency: cfg.concurrency,
+  });
   try {
     // Claim + ack: every job due before the workers start; timed from 'go' until Redis holds none.
     const now = Date.now();

@@ -95,10 +95,14 @@ export async function measureClaim(cfg: BenchConfig, queue: BenchQueue, concurre
     await worker.start();
     await Promise.race([finished, timeout]);
     const t1 = performance.now();
-    await until(async () => {
-      const c = await queue.counts();
-      return c.waiting === 0 && c.active === 0;
-    }, 30_000, 'the queue to drain');
+    await until(
+      async () => {
+        const c = await queue.counts();
+        return c.waiting === 0 && c.active === 0;
+      },
+      30_000,
+      'the queue to drain',
+    );
     const t2 = performance.now();
     return {
       jobs: n,

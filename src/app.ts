@@ -29,7 +29,7 @@ const INFO = {
   version: '0.1.0',
   description:
     'Delayed work on a Redis delay queue with PostgreSQL as the source of truth: unpaid orders cancelled on time, ' +
-    'appointment reminders, parcel batching, and the operators\' admin API. Every error is application/problem+json with a stable `code`.',
+    "appointment reminders, parcel batching, and the operators' admin API. Every error is application/problem+json with a stable `code`.",
 };
 
 export function createApp(deps: AppDeps): Express {
@@ -43,9 +43,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(express.json({ limit: '64kb' }));
 
   // Built once, before the first request: a schema that cannot be described fails the start, not /docs.
-  let document: OpenApiDocument | undefined;
-  const tables = [opsRoutes(deps), docsRoutes(() => document as OpenApiDocument), ...(deps.routes ?? [])];
-  document = openApiDocument(INFO, tables);
+  const built: { document?: OpenApiDocument } = {};
+  const tables = [opsRoutes(deps), docsRoutes(() => built.document as OpenApiDocument), ...(deps.routes ?? [])];
+  built.document = openApiDocument(INFO, tables);
   for (const table of tables) app.use(routerOf(table));
   for (const router of deps.routers ?? []) app.use(router);
 
@@ -73,4 +73,3 @@ function requestLog(log: Logger): RequestHandler {
     next();
   };
 }
-

@@ -2,12 +2,18 @@
 // once at start. The only reader of process.env. A wrong value stops the
 // service with a message naming the variable.
 import { z } from 'zod';
-import { checkSchedule } from './queue/periodic.js';
+import { checkSchedule } from './queue/index.js';
 
 const SECOND = 1_000;
 const KiB = 1_024;
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const hostPorts = z
+  .string()
+  .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'must be comma-separated host:port pairs')
+  .transform((v) => v.split(',').map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })))
+  .refine((nodes) => nodes.every((n) => n.port >= 1 && n.port <= 65_535), 'ports must be 1..65535');
 
 const schema = z.object({
   // HTTP port of the API.
@@ -15,18 +21,24 @@ const schema = z.object({
   // Interface the API listens on.
   HOST: z.string().min(1).default('0.0.0.0'),
   // Redis for the delay queue; a database index in the path is honoured (redis://host:6379/2).
-  REDIS_URL: z
-    .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
-    .default('redis://127.0.0.1:6379'),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).default('redis://127.0.0.1:6379'),
   // Redis Cluster seed nodes, comma-separated host:port. Set: the service runs on
   // the cluster (every script touches one slot); REDIS_URL then only lends its
   // user, password and TLS to every node (a cluster has no database index).
-  REDIS_CLUSTER_NODES: z
+  REDIS_CLUSTER_NODES: hostPorts.optional(),
+  // Redis Sentinel: comma-separated host:port of the sentinels watching the
+  // master named REDIS_SENTINEL_NAME. Set: the service asks them for the master
+  // and follows a failover; REDIS_URL then only lends its user, password,
+  // database index and TLS.
+  REDIS_SENTINELS: hostPorts.optional(),
+  REDIS_SENTINEL_NAME: z
     .string()
-    .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'must be comma-separated host:port pairs')
-    .transform((v) => v.split(',').map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })))
-    .refine((nodes) => nodes.every((n) => n.port >= 1 && n.port <= 65_535), 'ports must be 1..65535')
-    .optional(),
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1..64 of [A-Za-z0-9._-]')
+    .default('mymaster'),
+  // A Redis command unanswered this long ends its connection (a hung server or
+  // a silently dead network path); what waited on it fails and a new
+  // connection is opened. Lua scripts here run in milliseconds.
+  REDIS_SOCKET_TIMEOUT_MS: int(500, 60 * SECOND).default(3 * SECOND),
   // PostgreSQL, the source of truth. Unset: an embedded database under DATA_DIR (orders issue).
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
   // Where the embedded database keeps its files.
@@ -43,6 +55,11 @@ const schema = z.object({
     .default('dq'),
   // Shards per queue (job id hash mod shards), each its own Redis Cluster slot.
   QUEUE_SHARDS: int(1, 1_024).default(1),
+  // Dead jobs (failed for good) are kept this many days for redrive, and at most
+  // this many per queue shard (the oldest go first): an unbounded dead set would
+  // in the end fill Redis, which must run with noeviction, and stop every queue.
+  QUEUE_DEAD_RETENTION_DAYS: int(1, 3_650).default(7),
+  QUEUE_DEAD_MAX_PER_SHARD: int(100, 100_000_000).default(100_000),
   // Largest job payload accepted, after JSON encoding.
   QUEUE_MAX_PAYLOAD_BYTES: int(64, 16 * KiB * KiB).default(64 * KiB),
   // Handlers running at once per queue in one worker process.
@@ -104,6 +121,15 @@ const schema = z.object({
 
 // A pattern croner cannot use stops the service at start, naming the variable.
 const checked = schema.superRefine((c, ctx) => {
+  if (c.REDIS_SENTINELS && c.REDIS_CLUSTER_NODES) {
+    ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINELS'], message: 'give REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both' });
+  }
+  // A delivery renews its lease to cover one webhook call: the call must fit
+  // well inside a lease, or a slow receiver lets the lease run out mid-call and
+  // another worker sends the same notification again.
+  if (c.NOTIFY_TIMEOUT_MS * 2 > c.WORKER_LEASE_MS) {
+    ctx.addIssue({ code: 'custom', path: ['NOTIFY_TIMEOUT_MS'], message: `must be at most half of WORKER_LEASE_MS (${c.WORKER_LEASE_MS})` });
+  }
   if (!isTimeZone(c.DAILY_REPORT_TIMEZONE)) return; // reported on its own variable
   try {
     checkSchedule({ cron: c.DAILY_REPORT_CRON, timezone: c.DAILY_REPORT_TIMEZONE });

@@ -50,8 +50,8 @@ async function main(): Promise<void> {
     log.info('stopped');
     process.exit(0);
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', (s) => void onSignal(s));
+  process.on('SIGINT', (s) => void onSignal(s));
 }
 
 main().catch((err: unknown) => {

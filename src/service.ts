@@ -1,32 +1,28 @@
-// Starts the service's parts for one role: database (external or embedded),
-// migrations, Redis, the domain modules, then the HTTP API and/or the queue
-// workers. Returns a stop() that takes them down in reverse order. main.ts
-// calls this; tests call it in-process.
-import type { Server } from 'node:http';
+// The composition root: starts the service's parts for one role (database,
+// external or embedded, and its migrations; Redis; the domain modules; then
+// the HTTP API and/or the queue workers: src/composition/) and returns a
+// stop() that takes them down in reverse order. main.ts calls this; tests call
+// it in-process.
 import type { Express } from 'express';
-import { createApp } from './app.js';
+import { startHttp } from './composition/http.js';
+import { type Stack, createStack } from './composition/stack.js';
+import { REDIS_START_TIMEOUT_MS, duringStartUp } from './composition/start-up.js';
+import { startWorkers } from './composition/workers.js';
 import type { Config } from './config.js';
 import { createDb } from './core/db.js';
-import { createMetrics } from './core/metrics.js';
 import { startEmbeddedDb } from './core/embedded-db.js';
 import type { Logger } from './core/logger.js';
+import { createMetrics } from './core/metrics.js';
 import { migrate } from './core/migrate.js';
 import type { ServiceModule } from './core/module.js';
-import { createRedis } from './core/redis.js';
-import { adminRoutes } from './modules/admin/admin.routes.js';
-import { dashboardRoutes } from './modules/admin/dashboard.routes.js';
+import { type RedisClient, closeRedis, createRedis, redisTargetOf, whenReady } from './core/redis.js';
 import { createAppointmentsModule } from './modules/appointments/appointments.module.js';
 import { createNotificationsModule } from './modules/notifications/notifications.module.js';
 import type { Notifier } from './modules/notifications/notifier.js';
 import { createOrdersModule } from './modules/orders/orders.module.js';
 import { createParcelsModule } from './modules/parcels/parcels.module.js';
 import { createReportsModule } from './modules/reports/reports.module.js';
-import { checkEvictionPolicy } from './queue/eviction-check.js';
-import { checkQueueLayout } from './queue/layout-check.js';
-import { createLatenessReader } from './queue/lateness-reader.js';
-import { createLatenessRecorder } from './queue/lateness-recorder.js';
-import { periodicHandler, startPeriodicKeeper } from './queue/periodic.js';
-import { createWorker } from './queue/worker.js';
+import { checkEvictionPolicy, checkQueueLayout } from './queue/index.js';
 
 /** Connections of the parcel flusher's own pool (worker roles on an outside database). */
 const FLUSH_POOL_SIZE = 6;
@@ -38,12 +34,14 @@ export type RunningService = {
   /** Port the API listens on (0 when the role has no API). */
   readonly port: number;
   readonly modules: readonly ServiceModule[];
+  /** The module of that name (orders, appointments, parcels, notifications, reports); throws for another. */
+  module(name: string): ServiceModule;
   /** The express app, when the role serves the API (tests walk its routes). */
   readonly app?: Express;
+  /** The shared Redis connection (API calls, producers). */
+  readonly redis?: RedisClient;
   stop(): Promise<void>;
 };
-
-type Step = { name: string; stop: () => Promise<unknown> | void };
 
 export type ServiceOptions = {
   /** Replaces the notifier chosen from the config (tests). */
@@ -51,36 +49,20 @@ export type ServiceOptions = {
 };
 
 export async function startService(config: Config, role: Role, log: Logger, options: ServiceOptions = {}): Promise<RunningService> {
-  const stack: Step[] = [];
-  const stop = async () => {
-    for (const s of stack.reverse()) {
-      try {
-        await s.stop();
-      } catch (err) {
-        log.error({ err, component: s.name }, 'error while stopping');
-      }
-    }
-    stack.length = 0;
-  };
+  const stack = createStack(log);
   try {
-    return await start(config, role, log, options, stack, stop);
+    return await start(config, role, log, options, stack);
   } catch (err) {
-    await stop();
+    await stack.stop();
     throw err;
   }
 }
 
-async function start(
-  config: Config,
-  role: Role,
-  log: Logger,
-  options: ServiceOptions,
-  stack: Step[],
-  stop: () => Promise<void>,
-): Promise<RunningService> {
+async function start(config: Config, role: Role, log: Logger, options: ServiceOptions, stack: Stack): Promise<RunningService> {
+  const stop = () => stack.stop();
   const databaseUrl = await database(config, role, log, stack);
   await migrate(databaseUrl, log);
-  if (role === 'migrate') return { port: 0, modules: [], stop };
+  if (role === 'migrate') return { port: 0, modules: [], module: moduleOf([]), stop };
 
   const db = createDb(databaseUrl, config.DATABASE_URL ? config.DATABASE_POOL_SIZE : 1);
   stack.push({ name: 'postgres', stop: () => db.$disconnect() });
@@ -96,9 +78,10 @@ async function start(
     stack.push({ name: 'postgres:flusher', stop: () => own.$disconnect() });
     flushDb = own;
   }
-  const target = { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES };
+  const target = redisTargetOf(config);
   const redis = createRedis(target, `ots-${role}`, { log });
-  stack.push({ name: 'redis', stop: () => redis.quit() });
+  stack.push({ name: 'redis', stop: () => closeRedis(redis) });
+  await whenReady(redis, REDIS_START_TIMEOUT_MS);
   await checkEvictionPolicy(redis, log);
 
   const metrics = createMetrics();
@@ -109,7 +92,15 @@ async function start(
     db,
     flushDb,
     redis,
-    connect: (name) => createRedis(target, name, { lazyConnect: true, log }),
+    connect: async (name) => {
+      // The module closes it when its work stops.
+      const c = createRedis(target, name, { log });
+      await whenReady(c, REDIS_START_TIMEOUT_MS).catch((err: unknown) => {
+        c.disconnect();
+        throw err;
+      });
+      return c;
+    },
     config,
     log,
     dispatch,
@@ -124,71 +115,37 @@ async function start(
     reports,
   ];
 
-  await checkQueueLayout(redis, modules.map((m) => m.queue));
+  await duringStartUp(
+    () =>
+      checkQueueLayout(
+        redis,
+        modules.map((m) => m.queue),
+      ),
+    'queue layout check',
+    log,
+  );
   metrics.watchQueues(modules.map((m) => m.queue));
   for (const m of modules) m.queue.onScheduled((n) => metrics.scheduled(m.queue.name, n));
 
-  if (role === 'all' || role === 'worker') {
-    // Lateness per second into Redis for the dashboard, whichever process serves it.
-    // Stopped after the workers (pushed before them), so their last starts are written.
-    const lateness = createLatenessRecorder({ redis, prefix: config.QUEUE_PREFIX, log: log.child({ component: 'lateness' }) });
-    lateness.start();
-    stack.push({ name: 'lateness-recorder', stop: () => lateness.stop() });
-    for (const m of modules) {
-      // Each worker claims on a connection of its own, so no API command queues before a claim.
-      const workerRedis = createRedis(target, `ots-worker-${m.queue.name}`, { log });
-      stack.push({ name: `redis:worker-${m.name}`, stop: () => workerRedis.quit() });
-      const worker = createWorker({
-        queue: m.queue,
-        redis: workerRedis,
-        handlers: { ...m.handlers, ...Object.fromEntries(m.periodic.map((p) => [p.type, periodicHandler(p, log.child({ queue: m.queue.name }))])) },
-        concurrency: config.WORKER_CONCURRENCY,
-        leaseMs: config.WORKER_LEASE_MS,
-        idleRecheckMs: config.WORKER_IDLE_RECHECK_MS,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        log: log.child({ queue: m.queue.name }),
-        onEvent: (e) => {
-          metrics.workerEvent(e);
-          lateness.onWorkerEvent(e);
-        },
-      });
-      await worker.start();
-      stack.push({ name: `worker:${m.name}`, stop: () => worker.stop() });
-      const keeper = startPeriodicKeeper(m.queue, m.periodic, log);
-      stack.push({ name: `periodic:${m.name}`, stop: () => keeper.stop() });
-      for (const b of m.background ?? []) {
-        await b.start();
-        stack.push({ name: b.name, stop: () => b.stop() });
-      }
-    }
-  }
-  let port = 0;
-  let app: Express | undefined;
+  if (role === 'all' || role === 'worker') await startWorkers({ config, log, target, redis, modules, metrics, stack });
+  let http: { port: number; app?: Express } = { port: 0 };
   if (role === 'all' || role === 'api') {
-    const routes = modules.map((m) => m.routes);
-    if (config.ADMIN_TOKEN) {
-      const admin = adminRoutes({
-        queues: modules.map((m) => m.queue),
-        token: config.ADMIN_TOKEN,
-        lateness: createLatenessReader(redis, config.QUEUE_PREFIX),
-        recentBatches: (limit) => parcels.service.recentBatches(limit),
-        dailyReports: (limit) => reports.latest(limit),
-      });
-      // The page first: it is public, and the admin table guards everything else under /admin.
-      routes.push(dashboardRoutes(), admin);
-    } else log.warn('ADMIN_TOKEN not set: the admin API (/admin) and its dashboard are disabled');
-    app = createApp({ log, redis, db, routes, metrics });
-    const server = await listen(app, config.PORT, config.HOST);
-    const addr = server.address();
-    port = typeof addr === 'object' && addr ? addr.port : config.PORT;
-    log.info({ port }, 'http listening');
-    stack.push({ name: 'http', stop: () => closeServer(server) });
+    const reads = { recentBatches: (limit: number) => parcels.service.recentBatches(limit), dailyReports: (limit: number) => reports.latest(limit) };
+    http = await startHttp({ config, log, redis, db, modules, metrics, reads, stack });
   }
-  return { port, modules, ...(app && { app }), stop };
+  return { ...http, modules, module: moduleOf(modules), redis, stop };
+}
+
+function moduleOf(modules: readonly ServiceModule[]): (name: string) => ServiceModule {
+  return (name) => {
+    const m = modules.find((x) => x.name === name);
+    if (!m) throw new Error(`no module named ${name} (there are: ${modules.map((x) => x.name).join(', ')})`);
+    return m;
+  };
 }
 
 /** The PostgreSQL URL to use, starting the embedded database when none is configured. */
-async function database(config: Config, role: Role, log: Logger, stack: Step[]): Promise<string> {
+async function database(config: Config, role: Role, log: Logger, stack: Stack): Promise<string> {
   if (config.DATABASE_URL) {
     log.info({ database: redactUrl(config.DATABASE_URL) }, 'using PostgreSQL from DATABASE_URL');
     return config.DATABASE_URL;
@@ -201,19 +158,6 @@ async function database(config: Config, role: Role, log: Logger, stack: Step[]):
   stack.push({ name: 'embedded-db', stop: () => embedded.stop() });
   log.warn({ dataDir: embedded.dataDir }, 'DATABASE_URL not set: using the embedded PostgreSQL (PGlite); for development, not production');
   return embedded.url;
-}
-
-function listen(app: ReturnType<typeof createApp>, port: number, host: string): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
-  });
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
 }
 
 export function redactUrl(url: string): string {

@@ -1,13 +1,13 @@
 // The `stats` subcommand: the queue table in the terminal, for operators on a
 // box without a browser. `--watch` redraws it every 2 s until Ctrl-C.
 import type { Config } from './config.js';
-import { createRedis } from './core/redis.js';
+import { createRedis, redisTargetOf } from './core/redis.js';
 import { APPOINTMENTS_QUEUE } from './modules/appointments/appointments.module.js';
 import { NOTIFICATIONS_QUEUE } from './modules/notifications/notifications.module.js';
 import { ORDERS_QUEUE } from './modules/orders/orders.module.js';
 import { PARCELS_QUEUE } from './modules/parcels/parcels.module.js';
 import { REPORTS_QUEUE } from './modules/reports/reports.module.js';
-import { createQueue, type QueueStats } from './queue/queue.js';
+import { createQueue, type QueueStats } from './queue/index.js';
 
 const QUEUES = [ORDERS_QUEUE, APPOINTMENTS_QUEUE, NOTIFICATIONS_QUEUE, PARCELS_QUEUE, REPORTS_QUEUE];
 const WATCH_EVERY_MS = 2_000;
@@ -38,7 +38,7 @@ function duration(ms: number): string {
 }
 
 export async function runStats(config: Config, watch: boolean, out: NodeJS.WritableStream = process.stdout): Promise<void> {
-  const redis = createRedis({ url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES }, 'ots-stats');
+  const redis = createRedis(redisTargetOf(config), 'ots-stats');
   const queues = QUEUES.map((name) => createQueue(redis, { name, types: {}, prefix: config.QUEUE_PREFIX, shards: config.QUEUE_SHARDS }));
   const draw = async () => {
     const rows = (await Promise.all(queues.map(async (q) => [await q.stats(), ...(q.shards > 1 ? await q.shardStats() : [])]))).flat();

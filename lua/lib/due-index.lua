@@ -242,8 +242,3 @@ local function dueCount(now)
   end
   return n
 end
-
--- The due time field of a record "gen,attempts,due,..." (digits; nil if unreadable).
-local function recordDue(rec)
-  return string.match(rec, '^%d+,%d+,(%d+),')
-end

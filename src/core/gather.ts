@@ -15,10 +15,7 @@ type Waiting<I, O> = { item: I; resolve: (v: O) => void; reject: (e: unknown) =>
  * `run` gets up to `maxBatch` items and answers one Settled per item, in order;
  * if it throws, every item of its batch fails with that error.
  */
-export function createGatherer<I, O>(
-  run: (items: readonly I[]) => Promise<readonly Settled<O>[]>,
-  maxBatch: number,
-): Gatherer<I, O> {
+export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<readonly Settled<O>[]>, maxBatch: number): Gatherer<I, O> {
   let waiting: Waiting<I, O>[] = [];
   let planned = false;
 

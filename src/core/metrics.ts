@@ -3,11 +3,16 @@
 // and parcel batches by reason. One registry per service instance.
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Queue } from '../queue/queue.js';
-import type { WorkerEvent } from '../queue/types.js';
+import { withTimeout, type Queue, type WorkerEvent } from '../queue/index.js';
 
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/**
+ * How long a scrape waits for the queue depths from Redis. A hung or lost
+ * Redis must not cost the whole scrape (process figures included) exactly
+ * when it matters: the depths are then left out and ots_queue_stats_up is 0.
+ */
+const QUEUE_STATS_TIMEOUT_MS = 500;
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -47,17 +52,36 @@ export function createMetrics() {
   let watched: readonly Queue[] = [];
   new Gauge({
     name: 'ots_queue_jobs',
-    help: 'Jobs per queue and state, read from Redis at scrape time',
+    help: 'Jobs per queue and state, read from Redis at scrape time (missing when ots_queue_stats_up is 0)',
     labelNames: ['queue', 'state'],
     registers: [registry],
     async collect() {
-      const all = await Promise.all(watched.map((q) => q.stats()));
+      this.reset();
+      let all;
+      try {
+        all = await withTimeout(Promise.all(watched.map((q) => q.stats())), QUEUE_STATS_TIMEOUT_MS, 'queue depths');
+      } catch {
+        statsUp.set(0);
+        return;
+      }
+      statsUp.set(1);
       for (const s of all) {
-        for (const [state, v] of [['pending', s.pending], ['due_now', s.dueNow], ['in_flight', s.inFlight], ['dead', s.dead]] as const) {
+        for (const [state, v] of [
+          ['pending', s.pending],
+          ['due_now', s.dueNow],
+          ['in_flight', s.inFlight],
+          ['dead', s.dead],
+        ] as const) {
           this.set({ queue: s.queue, state }, v);
         }
       }
     },
+  });
+  // Registered after ots_queue_jobs, whose collect sets it: a scrape shows this scrape's value.
+  const statsUp = new Gauge({
+    name: 'ots_queue_stats_up',
+    help: '1 when this scrape read the queue depths from Redis in time, 0 when ots_queue_jobs is missing because Redis did not answer',
+    registers: [registry],
   });
 
   return {

@@ -77,10 +77,7 @@ async function apply(client: pg.Client, m: Migration): Promise<void> {
   const id = randomUUID();
   await client.query('BEGIN');
   try {
-    await client.query(
-      'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
-      [id, m.checksum, m.name],
-    );
+    await client.query('INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())', [id, m.checksum, m.name]);
     await client.query(m.sql);
     await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
     await client.query('COMMIT');

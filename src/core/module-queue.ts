@@ -2,21 +2,25 @@
 // (key prefix, shards, payload limit) taken from the config.
 import type { RedisClient } from './redis.js';
 import type { Config } from '../config.js';
-import { createQueue, type JobTypeOptions, type Queue } from '../queue/queue.js';
+import { createQueue, type JobTypeOptions, type Queue } from '../queue/index.js';
 
-export type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_MAX_PAYLOAD_BYTES'>;
+/**
+ * Retries of a domain job whose work is a database statement: a database
+ * outage must not exhaust it, so up to 20 tries spread over about an hour.
+ */
+export const DATABASE_JOB_OPTIONS: JobTypeOptions = { maxAttempts: 20, backoff: { kind: 'exponential', baseMs: 500, maxMs: 5 * 60_000, jitter: 0.2 } };
+/** A periodic pass: failed runs are retried by its own schedule, so it must practically never be dead-lettered. */
+export const PERIODIC_JOB_OPTIONS: JobTypeOptions = { maxAttempts: 1_000 };
 
-export function createModuleQueue(
-  redis: RedisClient,
-  config: QueueConfig,
-  name: string,
-  types: Readonly<Record<string, JobTypeOptions>>,
-): Queue {
+export type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_MAX_PAYLOAD_BYTES' | 'QUEUE_DEAD_RETENTION_DAYS' | 'QUEUE_DEAD_MAX_PER_SHARD'>;
+
+export function createModuleQueue(redis: RedisClient, config: QueueConfig, name: string, types: Readonly<Record<string, JobTypeOptions>>): Queue {
   return createQueue(redis, {
     name,
     prefix: config.QUEUE_PREFIX,
     shards: config.QUEUE_SHARDS,
     maxPayloadBytes: config.QUEUE_MAX_PAYLOAD_BYTES,
+    deadRetention: { maxAgeMs: config.QUEUE_DEAD_RETENTION_DAYS * 24 * 3_600_000, maxCount: config.QUEUE_DEAD_MAX_PER_SHARD },
     types,
   });
 }

@@ -2,9 +2,7 @@
 // with a handler per job type, and the periodic jobs its workers keep alive.
 import type { Router } from 'express';
 import type { RouteTable } from './http/route.js';
-import type { Queue } from '../queue/queue.js';
-import type { PeriodicJob } from '../queue/periodic.js';
-import type { JobHandler } from '../queue/types.js';
+import type { JobHandler, PeriodicJob, Queue } from '../queue/index.js';
 
 export type { PeriodicJob };
 

@@ -22,6 +22,11 @@ export class QueueInputError extends Error {
   }
 }
 
+/** Refuses options or arguments of the engine's API that are wrong (INVALID_OPTIONS). */
+export function invalidOptions(message: string): never {
+  throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, message);
+}
+
 /** Throw from a handler to send the job straight to the dead set: retrying cannot help. */
 export class NonRetryableError extends Error {
   override readonly name = 'NonRetryableError';

@@ -36,6 +36,16 @@ export function shardKeys(prefix: string, queue: string, shard: number): ShardKe
   };
 }
 
+/**
+ * The number of shards a queue's data was written with, kept under shard 0's
+ * hash tag: job ids are spread by hash mod that number, so running with
+ * another one would strand jobs in shards nobody polls (fewer) or schedule a
+ * second copy of a job in another shard (more).
+ */
+export function shardCountKey(prefix: string, queue: string): string {
+  return `${prefix}:{${queue}:0}:shards`;
+}
+
 /** FNV-1a over the id's UTF-16 code units: stable across processes and cheap. */
 export function shardOf(jobId: string, shards: number): number {
   if (shards === 1) return 0;
@@ -58,6 +68,9 @@ export type BatcherShardKeys = {
 
 /** Group names become part of a key: callers validate them against this first. */
 export const BATCH_GROUP_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** The key prefix of the batchers running beside the queues of `queuePrefix` (their keys must not share a queue's names). */
+export const batcherPrefix = (queuePrefix: string) => `${queuePrefix}b`;
 
 export function batcherKeys(prefix: string, name: string, shard: number): BatcherShardKeys {
   const base = `${prefix}:{${name}:${shard}}:`;

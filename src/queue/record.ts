@@ -1,11 +1,11 @@
-// The job record stored in the jobs HASH: "gen,attempts,due,maxAttempts,type,payload".
+// The job record stored in the jobs HASH: "token,attempts,due,maxAttempts,type,payload".
 // Numbers first and the payload last so Lua can parse it with one pattern;
 // job types never contain a comma (see JOB_TYPE_PATTERN). Kept short on
 // purpose: it is paid for once per pending job.
 
 export type JobRecord = {
-  /** Generation: the current delivery's fencing token (a fresh per-shard sequence value per claim), 0 when not in flight. */
-  readonly gen: number;
+  /** The current delivery's fencing token (unique per claim: lua/queue/claim.lua), 0 when not in flight. */
+  readonly token: number;
   /** Deliveries so far (a claim counts one). */
   readonly attempts: number;
   /**
@@ -23,13 +23,19 @@ export type JobRecord = {
 
 export const JOB_TYPE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/**
+ * The last error claim.lua writes for a record it cannot read when it parks it
+ * in the dead set (lua/lib/record.lua). Such a record is unreadable in every layout.
+ */
+export const CORRUPT_RECORD_ERROR = 'corrupt job record';
+
 const RECORD = /^(\d+),(\d+),(\d+),(\d*),([^,]*),([\s\S]*)$/;
 
 export function parseRecord(text: string): JobRecord {
   const m = RECORD.exec(text);
   if (!m) throw new Error(`corrupt job record: ${text.slice(0, 80)}`);
   return {
-    gen: Number(m[1]),
+    token: Number(m[1]),
     attempts: Number(m[2]),
     due: Number(m[3]),
     maxAttempts: m[4] === '' ? undefined : Number(m[4]),

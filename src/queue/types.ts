@@ -1,5 +1,7 @@
-// Shapes shared by the worker's parts: a claimed job, the handler contract,
-// the logger the engine writes to and the events it reports for metrics.
+// Shapes shared across the engine's parts: a claimed job and the handler
+// contract, a job type's options, what a lookup or a count of the queue
+// answers, the logger the engine writes to and the events it reports.
+import type { BackoffPolicy } from './consumer/backoff.js';
 
 export type Job<P = unknown> = {
   readonly queue: string;
@@ -10,28 +12,44 @@ export type Job<P = unknown> = {
   /** This delivery's number, starting at 1. */
   readonly attempts: number;
   readonly maxAttempts: number;
+  /**
+   * This delivery is the job's last: if it fails, the job is dead-lettered
+   * (attempts used up). The engine decides it; a handler that records the
+   * outcome of an outside effect reads it here rather than recounting.
+   */
+  readonly lastAttempt: boolean;
   /** When the job was due (ms since epoch, Redis clock). */
   readonly dueAt: number;
-  /** Fencing token of this delivery (the record's generation). */
+  /** Fencing token of this delivery (its record's token). */
   readonly token: number;
 };
 
 export type JobContext = {
   /** Aborted when the worker's shutdown grace period runs out. */
   readonly signal: AbortSignal;
-  /** Renew this delivery's lease (default: the worker's lease length). False when the lease was lost. */
+  /**
+   * Renew this delivery's lease to `ms` from now (default: the worker's lease
+   * length; whole ms, 1 ms to 24 h, else it throws). False when the lease was lost.
+   */
   extendLease(ms?: number): Promise<boolean>;
   /** The worker's lease length (ms): a long handler renews well within it. */
   readonly leaseMs: number;
+  /**
+   * The worker's estimate of the Redis clock (ms since epoch), the clock due
+   * times are on. Use it, not Date.now(), to compute a `retryAt`: this host's
+   * clock may be off from Redis's by more than the delay.
+   */
+  now(): number;
 };
 
 /**
- * What a handler may return besides nothing (done: ack). `retryAt` hands the
- * job back to run again at that time (ms since epoch, on Redis's clock: it
- * lands there exactly) without counting a failure: for a business deadline
- * not yet passed by the database's clock, or a periodic job's next run.
+ * What a handler may return besides nothing (done: ack): hand the job back to
+ * run again later without counting a failure. `retryAt` is a time on Redis's
+ * clock (ms since epoch; the job lands there exactly: a periodic job's next
+ * occurrence); `retryInMs` a delay from when Redis takes it back (a business
+ * deadline the database says is that far away).
  */
-export type JobOutcome = { readonly retryAt: number };
+export type JobOutcome = { readonly retryAt: number } | { readonly retryInMs: number };
 
 export type JobHandler = (job: Job, ctx: JobContext) => Promise<void | JobOutcome> | void | JobOutcome;
 
@@ -51,3 +69,38 @@ export type WorkerEvent =
   | { readonly kind: 'retried'; readonly job: Job; readonly retryAt: number; readonly error: string }
   | { readonly kind: 'dead'; readonly job: Job; readonly error: string }
   | { readonly kind: 'stale'; readonly queue: string; readonly id: string; readonly op: 'ack' | 'nack' | 'extend' };
+
+export type JobTypeOptions = {
+  /** Deliveries before the job goes to the dead set (default 5). */
+  readonly maxAttempts?: number;
+  readonly backoff?: BackoffPolicy;
+};
+
+export type JobState = 'pending' | 'in_flight' | 'dead';
+
+export type JobInfo = {
+  readonly id: string;
+  readonly state: JobState;
+  readonly type: string;
+  readonly payload: unknown;
+  /** Deliveries so far. */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  /** pending: when it is due; in_flight: null (see leaseUntil); dead: null (see diedAt). */
+  readonly dueAt: number | null;
+  readonly leaseUntil: number | null;
+  readonly diedAt: number | null;
+  readonly lastError: string | null;
+};
+
+export type QueueStats = {
+  readonly queue: string;
+  readonly shard: number | 'all';
+  readonly pending: number;
+  readonly dueNow: number;
+  readonly inFlight: number;
+  readonly dead: number;
+  readonly nextDueAt: number | null;
+  /** How long the oldest due job has waited past its due time (ms), 0 if none. */
+  readonly oldestDueLagMs: number;
+};

@@ -43,3 +43,35 @@ export async function gatherEvidence(db: Db, logs: string, lateMs: number): Prom
   }
   return { ordersCancelledLate: orders?.n ?? 0, remindersLate: reminders?.n ?? 0, logged };
 }
+
+/** How the work came back after a fault ended at `backAt` (ms since epoch, this host's clock, PostgreSQL's too). */
+export type Recovery = {
+  fault: string;
+  /** From the end of the fault to the first business effect after it (a cancellation, a reminder, a batch). */
+  firstEffectMs: number | null;
+  /** From the end of the fault until the last effect that had fallen due by then was done. */
+  backlogClearedMs: number | null;
+  /** Effects that had fallen due by the end of the fault and happened after it. */
+  backlog: number;
+};
+
+export async function recoveryAfter(db: Db, fault: string, backAt: number): Promise<Recovery> {
+  const at = new Date(backAt);
+  // Each effect with its due time: an order's deadline, a slot's remind time, a batch's first arrival + wait.
+  const [r] = await db.$queryRawUnsafe<{ first: Date | null; last: Date | null; n: number }[]>(
+    `WITH effects AS (
+       SELECT cancelled_at AS done, expires_at AS due FROM orders WHERE status = 'CANCELLED' AND cancel_reason = 'PAYMENT_TIMEOUT'
+       UNION ALL
+       SELECT n.created_at, a.remind_at FROM notifications n JOIN appointments a ON a.id = n.appointment_id WHERE n.kind = 'APPOINTMENT_REMINDER'
+       UNION ALL
+       SELECT b.created_at, b.created_at FROM batches b
+     )
+     SELECT min(done) FILTER (WHERE done > $1) AS first,
+            max(done) FILTER (WHERE done > $1 AND due <= $1) AS last,
+            count(*) FILTER (WHERE done > $1 AND due <= $1)::int AS n
+       FROM effects`,
+    at,
+  );
+  const since = (d: Date | null | undefined) => (d ? d.getTime() - backAt : null);
+  return { fault, firstEffectMs: since(r?.first), backlogClearedMs: since(r?.last), backlog: r?.n ?? 0 };
+}

@@ -53,9 +53,7 @@ async function terminateBackends(): Promise<number> {
     `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
     APP,
   );
-  await adminQuery(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${s.tdb.name}' AND application_name = '${APP}'`,
-  );
+  await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${s.tdb.name}' AND application_name = '${APP}'`);
   return before[0]?.n ?? 0;
 }
 
@@ -75,6 +73,7 @@ describe('PostgreSQL unavailable mid-load', () => {
         }),
       };
       await refusing;
+      faults.backAt = [{ fault: 'postgres refused', at: Date.now() }];
       await sleep(4_000);
       faults.backendsTerminated = await terminateBackends();
     };

@@ -46,9 +46,17 @@ describe('network blips between the service and Redis', () => {
       await sleep(1_000);
       log.push({ atMs: 9_000, reset: proxy.dropAll() });
       await proxy.refuse(2_000);
+      const cutEnded = Date.now();
       await sleep(1_000);
       await delayFor(1_000, 2_000);
-      return { blips: log, connections: proxy.stats() };
+      return {
+        blips: log,
+        connections: proxy.stats(),
+        backAt: [
+          { fault: 'redis link cut', at: cutEnded },
+          { fault: 'redis link delayed 1 s', at: Date.now() },
+        ],
+      };
     };
     const { records, faults } = await s.drive(blips);
     const evidence = await s.settleAndCheck(records, faults);

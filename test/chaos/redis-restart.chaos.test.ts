@@ -72,19 +72,22 @@ async function restart(how: 'SHUTDOWN NOSAVE' | 'crash', aof: ReturnType<typeof 
 describe('Redis restarted mid-load', () => {
   it('loses nothing PostgreSQL committed and does nothing twice', async () => {
     const restarts: Restart[] = [];
+    const backAt: { fault: string; at: number }[] = [];
     const chaos = async () => {
       const aof = sampleAof();
       try {
         await sleep(5_000);
         restarts.push(await restart('SHUTDOWN NOSAVE', aof));
+        backAt.push({ fault: 'redis shutdown', at: Date.now() });
         await sleep(5_000);
         restarts.push(await restart('crash', aof));
+        backAt.push({ fault: 'redis crash', at: Date.now() });
       } finally {
         aof.stop();
       }
     };
     const { records } = await s.drive(chaos);
-    await s.settleAndCheck(records, { restarts });
+    await s.settleAndCheck(records, { restarts, backAt });
     // Persistence was on: the restarted server came back with the queues' keys,
     // and the crash did cut writes off.
     for (const r of restarts) expect(r.keysAfter, `${r.how}: keys after the restart`).toBeGreaterThan(0);

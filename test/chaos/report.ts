@@ -45,16 +45,25 @@ export function expectInvariants(o: Outcome, settleTimeoutMs: number): void {
   expect(o.exited, 'service processes that ended on their own').toEqual([]);
   expect(o.http.serverErrors, 'HTTP 5xx other than 503').toEqual([]);
   expect({ lost: orders.lost, duplicated: orders.duplicated, notificationsLost: orders.notifications.lost }).toEqual({
-    lost: 0, duplicated: 0, notificationsLost: 0,
+    lost: 0,
+    duplicated: 0,
+    notificationsLost: 0,
   });
   const { paidWith200ButCancelled, paidWithout200, paidAfterDeadline, wrongCancel } = orders;
   expect({ paidWith200ButCancelled, paidWithout200, paidAfterDeadline, wrongCancel }).toEqual({
-    paidWith200ButCancelled: 0, paidWithout200: 0, paidAfterDeadline: 0, wrongCancel: 0,
+    paidWith200ButCancelled: 0,
+    paidWithout200: 0,
+    paidAfterDeadline: 0,
+    wrongCancel: 0,
   });
   expect({ lost: appts.lost, duplicated: appts.duplicated, wrongSlot: appts.wrongSlot }).toEqual({ lost: 0, duplicated: 0, wrongSlot: 0 });
   const { lost, duplicated, aboveSize, wrongArea } = parcels;
   expect({ lost, duplicated, aboveSize, wrongArea, notificationsLost: parcels.notifications.lost }).toEqual({
-    lost: 0, duplicated: 0, aboveSize: 0, wrongArea: 0, notificationsLost: 0,
+    lost: 0,
+    duplicated: 0,
+    aboveSize: 0,
+    wrongArea: 0,
+    notificationsLost: 0,
   });
   // The load reached every path: both outcomes of the pay race, owed reminders, both kinds of batch.
   expect(orders.paid).toBeGreaterThan(0);

@@ -10,7 +10,6 @@ import { Redis } from 'ioredis';
 import { freePort } from '../../src/core/free-port.js';
 import { type ChildService, restartChildService, startChildService } from '../helpers/child-service.js';
 import { type TestDb, createTestDb } from '../helpers/db.js';
-import { dropPrefix } from '../helpers/redis.js';
 import { type Webhook, startWebhook } from '../helpers/webhook.js';
 import { type AppointmentsLoad, type Slot, driveAppointments } from './drivers/appointments.js';
 import { type Http, createHttp } from './drivers/http.js';
@@ -20,9 +19,10 @@ import { checkReminders } from './invariants/appointments.js';
 import { receivedIds } from './invariants/counts.js';
 import { checkOrders } from './invariants/orders.js';
 import { checkParcels } from './invariants/parcels.js';
-import { type Evidence, gatherEvidence } from './evidence.js';
+import { type Evidence, type Recovery, gatherEvidence, recoveryAfter } from './evidence.js';
 import { type Outcome, expectInvariants, printOutcome } from './report.js';
 import { jobsInFlight, waitUntilSettled } from './settle.js';
+import { dropServiceKeys } from '../helpers/service.js';
 
 const BATCH_SIZE = 5;
 
@@ -45,7 +45,7 @@ export const CHAOS_ENV: Readonly<Record<string, string>> = {
   NOTIFY_RELAY_INTERVAL_SECONDS: '2',
   NOTIFY_RETRY_DELAYS_MS: '250,500,1000',
   NOTIFY_MAX_ATTEMPTS: '50', // outlasts any outage of a scenario
-  NOTIFY_TIMEOUT_MS: '2000',
+  NOTIFY_TIMEOUT_MS: '700', // at most half the lease (a call must fit inside its renewed lease)
 };
 
 /** Reconciliation passes off (one pass at start, the next in an hour): what must work without them. */
@@ -186,8 +186,11 @@ export async function startScenario(o: ScenarioOptions): Promise<Scenario> {
       };
       const text = logs();
       const evidence = await gatherEvidence(tdb.db, text, LATE_MS);
+      const backs = (faults.backAt ?? []) as { fault: string; at: number }[];
+      const recoveries: Recovery[] = await Promise.all(backs.map((b) => recoveryAfter(tdb.db, b.fault, b.at)));
       logFile = saveLogs(o.name, text);
-      printOutcome(o.name, { ms: Date.now() - started, faults, evidence, logs: logFile }, outcome);
+      const operations = Object.values(http.tally.statuses).reduce((a, b) => a + b, 0) + http.tally.networkErrors;
+      printOutcome(o.name, { ms: Date.now() - started, operations, faults, recoveries, evidence, logs: logFile }, outcome);
       expectInvariants(outcome, SETTLE_TIMEOUT_MS);
       return evidence;
     },
@@ -196,8 +199,7 @@ export async function startScenario(o: ScenarioOptions): Promise<Scenario> {
       await Promise.all(all().map((c) => c.kill('SIGKILL')));
       // A scenario that failed before its check still leaves its logs to read.
       if (!logFile) console.log(`${o.name}: service logs in ${saveLogs(o.name, logs())}`);
-      await dropPrefix(redis, prefix).catch(() => {});
-      await dropPrefix(redis, `${prefix}b`).catch(() => {});
+      await dropServiceKeys(prefix).catch(() => {});
       redis.disconnect();
       await webhook.close();
       await tdb.drop();

@@ -1,17 +1,18 @@
 // Waits until the system has nothing left to do before the invariants are
 // read: no order still UNPAID, no booked appointment without the reminder of
-// its slot, no WAITING parcel, no PENDING notification, and in Redis no job
+// its slot, no WAITING parcel, no PENDING or SENDING notification, and in Redis no job
 // due or in flight and no parcel group waiting (the periodic passes aside).
 import type { Redis } from 'ioredis';
 import type { Db } from '../../src/core/db.js';
-import { RECONCILE_JOB_ID as APPOINTMENTS_RECONCILE } from '../../src/modules/appointments/appointments.jobs.js';
+import { RECONCILE_JOB_ID as APPOINTMENTS_RECONCILE } from '../../src/modules/appointments/appointments.reconcile.js';
 import { APPOINTMENTS_QUEUE } from '../../src/modules/appointments/appointments.module.js';
-import { RELAY_JOB_ID } from '../../src/modules/notifications/notifications.jobs.js';
+import { RELAY_JOB_ID } from '../../src/modules/notifications/notifications.reconcile.js';
 import { NOTIFICATIONS_QUEUE } from '../../src/modules/notifications/notifications.module.js';
-import { RECONCILE_JOB_ID as ORDERS_RECONCILE } from '../../src/modules/orders/orders.jobs.js';
+import { RECONCILE_JOB_ID as ORDERS_RECONCILE } from '../../src/modules/orders/orders.reconcile.js';
 import { ORDERS_QUEUE } from '../../src/modules/orders/orders.module.js';
-import { PARCELS_QUEUE, RECONCILE_JOB_ID as PARCELS_RECONCILE } from '../../src/modules/parcels/parcels.module.js';
-import { batcherKeys, shardKeys } from '../../src/queue/keys.js';
+import { PARCELS_QUEUE } from '../../src/modules/parcels/parcels.module.js';
+import { RECONCILE_JOB_ID as PARCELS_RECONCILE } from '../../src/modules/parcels/parcels.reconcile.js';
+import { batcherKeys, batcherPrefix, shardKeys } from '../../src/queue/keys.js';
 import { sleep } from '../helpers/redis.js';
 import { dueIds } from '../helpers/due-index.js';
 
@@ -23,7 +24,8 @@ export type Backlog = {
   unpaid: number;
   unreminded: number;
   waitingParcels: number;
-  pendingNotifications: number;
+  /** PENDING, or SENDING: a call in progress, or one whose worker died and whose job waits to take it over. */
+  unsettledNotifications: number;
   jobsDue: number;
   jobsInFlight: number;
   /** Dead jobs never run again: not waited for, reported (the invariants show what they cost). */
@@ -54,11 +56,11 @@ export async function backlog(db: Db, redis: Redis, prefix: string): Promise<Bac
           WHERE n.dedupe_key = 'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint)`,
     ),
     waitingParcels: await count(db, `parcels WHERE status = 'WAITING'`),
-    pendingNotifications: await count(db, `notifications WHERE status = 'PENDING'`),
+    unsettledNotifications: await count(db, `notifications WHERE status IN ('PENDING', 'SENDING')`),
     jobsDue: 0,
     jobsInFlight: 0,
     jobsDead: 0,
-    parcelGroups: await redis.zcard(batcherKeys(`${prefix}b`, PARCELS_QUEUE, 0).groups),
+    parcelGroups: await redis.zcard(batcherKeys(batcherPrefix(prefix), PARCELS_QUEUE, 0).groups),
   };
   b.jobsInFlight = (await jobsInFlight(redis, prefix)).length;
   for (const q of QUEUES) {
@@ -70,8 +72,7 @@ export async function backlog(db: Db, redis: Redis, prefix: string): Promise<Bac
   return b;
 }
 
-const idle = (b: Backlog) =>
-  b.unpaid + b.unreminded + b.waitingParcels + b.pendingNotifications + b.jobsDue + b.jobsInFlight + b.parcelGroups === 0;
+const idle = (b: Backlog) => b.unpaid + b.unreminded + b.waitingParcels + b.unsettledNotifications + b.jobsDue + b.jobsInFlight + b.parcelGroups === 0;
 
 /** Polls until the backlog is empty twice in a row, or the time is up. */
 export async function waitUntilSettled(db: Db, redis: Redis, prefix: string, timeoutMs: number): Promise<{ settled: boolean; ms: number; backlog: Backlog }> {

@@ -61,7 +61,10 @@ async function killLoop(dueTimes: readonly number[], stopped: () => boolean) {
 describe('workers killed with SIGKILL under load', () => {
   it('loses no order, reminder or parcel and does none twice', async () => {
     const dueTimes: number[] = [];
-    const { records, faults } = await s.drive((loadDone) => killLoop(dueTimes, loadDone), (at) => dueTimes.push(at));
+    const { records, faults } = await s.drive(
+      (loadDone) => killLoop(dueTimes, loadDone),
+      (at) => dueTimes.push(at),
+    );
     await s.settleAndCheck(records, faults);
     // The kills hit work in progress: dead workers held jobs, which came back after their lease.
     expect(faults.leasedAfterKill).toBeGreaterThan(0);

@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masters } from '../../src/core/redis.js';
-import type { Queue } from '../../src/queue/queue.js';
+import type { Queue } from '../../src/queue/producer/queue.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { type Harness, harness } from '../helpers/queues.js';
 import { type TestCluster, migrateSlot } from '../helpers/redis-cluster.js';
@@ -114,7 +114,7 @@ describe('orders expiring while their queue shard moves', () => {
   });
 
   it('cancels each unpaid order once, with one notification', async () => {
-    const orders = svc.modules.find((m) => m.name === 'orders')!.queue as Queue;
+    const orders = svc.module('orders').queue as Queue;
     const body = { customerId: 'c', items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }], paymentTimeoutSeconds: 3 };
     const created = await Promise.all(Array.from({ length: 60 }, () => request(svc.url).post('/orders').send(body)));
     expect(created.map((r) => r.status)).toEqual(Array(60).fill(201));
@@ -125,9 +125,7 @@ describe('orders expiring while their queue shard moves', () => {
     await moveSlotOf(cluster, orders.keys[0]!.due);
     await sleep(Math.max(0, firstExpiry - Date.now()));
     await moveSlotOf(cluster, orders.keys[1]!.due);
-    expect(
-      await waitFor(async () => (await tdb.db.order.count({ where: { id: { in: ids }, status: 'CANCELLED' } })) === ids.length, 15_000, 100),
-    ).toBe(true);
+    expect(await waitFor(async () => (await tdb.db.order.count({ where: { id: { in: ids }, status: 'CANCELLED' } })) === ids.length, 15_000, 100)).toBe(true);
     const notes = await tdb.db.notification.groupBy({ by: ['orderId'], where: { orderId: { in: ids } }, _count: true });
     expect(notes).toHaveLength(ids.length);
     expect(notes.every((n) => n._count === 1)).toBe(true);

@@ -1,8 +1,8 @@
 // A worker run as a child process by the crash test: it claims jobs with a
 // short lease, prints each claim (id and fencing token) as a JSON line, and
 // never finishes a handler, so the parent can SIGKILL it mid-work.
-import { createQueue } from '../../src/queue/queue.js';
-import { createWorker } from '../../src/queue/worker.js';
+import { createQueue } from '../../src/queue/producer/queue.js';
+import { createWorker } from '../../src/queue/consumer/worker.js';
 import { redisClient } from './redis.js';
 
 const [queueName, leaseMs] = process.argv.slice(2);

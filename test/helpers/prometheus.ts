@@ -17,7 +17,11 @@ const LABEL_PAIR = new RegExp(`(${LABEL})="((?:[^"\\\\\\n]|\\\\[\\\\"n])*)"`, 'g
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 
 const unescape = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-const key = (s: Sample) => `${s.name}{${Object.entries(s.labels).sort().map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+const key = (s: Sample) =>
+  `${s.name}{${Object.entries(s.labels)
+    .sort()
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(',')}}`;
 
 /** The family a sample name belongs to, given the declared families. */
 function familyOf(name: string, families: Map<string, Family>): Family | undefined {
@@ -97,6 +101,8 @@ function checkHistogram(f: Family): void {
 /** The value of one series (0 when absent: a counter not yet incremented is not exported). */
 export function valueOf(families: Map<string, Family>, name: string, labels: Record<string, string>): number {
   const family = familyOf(name, families);
-  const s = family?.samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(labels).length);
+  const s = family?.samples.find(
+    (x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(labels).length,
+  );
   return s?.value ?? 0;
 }

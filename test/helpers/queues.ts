@@ -1,9 +1,9 @@
 // Builds a queue and workers for a test, each worker on its own connections,
 // and tears everything down afterwards.
 import type { RedisClient } from '../../src/core/redis.js';
-import { createQueue, type JobTypeOptions, type Queue } from '../../src/queue/queue.js';
+import { createQueue, type JobTypeOptions, type Queue } from '../../src/queue/producer/queue.js';
 import type { JobHandler, WorkerEvent } from '../../src/queue/types.js';
-import { createWorker, type Worker, type WorkerOptions } from '../../src/queue/worker.js';
+import { createWorker, type Worker, type WorkerOptions } from '../../src/queue/consumer/worker.js';
 import { dropQueue, redisClient, uniqueQueueName } from './redis.js';
 
 export type Harness = {

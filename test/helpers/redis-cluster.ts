@@ -54,7 +54,7 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
     for (const c of clients) c.disconnect();
     await Promise.all(
       procs.map((p) => {
-        if (p.exitCode !== null) return undefined;
+        if (p.exitCode !== null) return Promise.resolve();
         p.kill('SIGKILL');
         return new Promise((r) => p.once('exit', r));
       }),
@@ -69,8 +69,22 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
         spawn(
           'redis-server',
           [
-            '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no',
-            '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '3000',
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--dir',
+            dir,
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            '3000',
           ],
           { stdio: 'ignore' },
         ),
@@ -88,10 +102,14 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
     if (!up) throw new Error('cluster nodes did not start');
     await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
     // Every node must see the whole slot map before a client may trust any of them.
-    const ok = await waitFor(async () => {
-      const infos = await Promise.all(conns.map((c) => c.cluster('INFO') as Promise<string>));
-      return infos.every((i) => i.includes('cluster_state:ok') && i.includes('cluster_slots_assigned:16384') && i.includes(`cluster_known_nodes:${masters}`));
-    }, 20_000, 100);
+    const ok = await waitFor(
+      async () => {
+        const infos = await Promise.all(conns.map((c) => c.cluster('INFO') as Promise<string>));
+        return infos.every((i) => i.includes('cluster_state:ok') && i.includes('cluster_slots_assigned:16384') && i.includes(`cluster_known_nodes:${masters}`));
+      },
+      20_000,
+      100,
+    );
     if (!ok) throw new Error('cluster did not reach cluster_state:ok');
     return { nodes, seeds: nodes.map((n) => `${n.host}:${n.port}`).join(','), node, stop };
   } catch (err) {

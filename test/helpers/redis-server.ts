@@ -8,6 +8,8 @@
 // loses nothing the OS already holds; to stand for a host crash, which loses
 // the writes since the last fsync, a test can cut the AOF back while the
 // server is down (Redis loads a truncated AOF, dropping a cut MULTI block).
+// To stand for a hung server (one that keeps its connections open and answers
+// nothing), a test can pause it (SIGSTOP) and resume it (SIGCONT).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
@@ -32,6 +34,10 @@ export type PrivateRedis = {
   restart(): Promise<void>;
   /** Whether the server process runs. */
   running(): boolean;
+  /** SIGSTOP: the server hangs; the kernel still accepts connections and data for it. */
+  pause(): void;
+  /** SIGCONT after pause(): the server reads and runs what waited on its sockets. */
+  resume(): void;
   /** Size in bytes of the AOF file being appended to (aof mode). */
   aofBytes(): number;
   /** Cuts the AOF file being appended to back to `bytes` (aof mode, server down). */
@@ -44,9 +50,7 @@ export async function startPrivateRedis(extraArgs: string[] = [], options: { aof
   // port (even connect to itself, as a client retrying that port can on loopback).
   const port = await freePortBelowEphemeral();
   const dir = options.aof ? mkdtempSync(join(tmpdir(), 'ots-redis-')) : null;
-  const persistence = dir
-    ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir]
-    : ['--appendonly', 'no'];
+  const persistence = dir ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir] : ['--appendonly', 'no', '--dir', tmpdir()]; // never a dump.rdb in the working directory
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, ...extraArgs];
   const url = `redis://127.0.0.1:${port}`;
   let proc = await launch(args, url, port);
@@ -78,6 +82,12 @@ export async function startPrivateRedis(extraArgs: string[] = [], options: { aof
       proc = await launch(args, url, port);
     },
     running: () => proc.exitCode === null && proc.signalCode === null,
+    pause() {
+      proc.kill('SIGSTOP');
+    },
+    resume() {
+      proc.kill('SIGCONT');
+    },
     aofBytes: () => statSync(incrAof(dir)).size,
     truncateAof(bytes) {
       if (proc.exitCode === null && proc.signalCode === null) throw new Error('truncateAof: stop the server first');
@@ -100,15 +110,19 @@ async function launch(args: string[], url: string, port: number): Promise<ChildP
   const proc: ChildProcess = spawn('redis-server', args, { stdio: 'ignore' });
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => {}); // refused until the server is up; the loop below retries
-  const up = await waitFor(async () => {
-    try {
-      if (probe.status !== 'ready') await probe.connect();
-      // PING answers LOADING while the AOF is read back; the server is up when it answers PONG.
-      return (await probe.ping()) === 'PONG';
-    } catch {
-      return false;
-    }
-  }, 10_000, 50);
+  const up = await waitFor(
+    async () => {
+      try {
+        if (probe.status !== 'ready') await probe.connect();
+        // PING answers LOADING while the AOF is read back; the server is up when it answers PONG.
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        return false;
+      }
+    },
+    10_000,
+    50,
+  );
   probe.disconnect();
   if (!up) {
     proc.kill('SIGKILL');

@@ -1,7 +1,8 @@
 // A loopback TCP proxy for fault injection: tests put it between the service
 // and Redis or PostgreSQL and, on demand, reset every open connection, refuse
-// new ones for a while or delay the data in both directions. Data order is
-// kept in every mode.
+// new ones for a while, delay the data in both directions, or let the open
+// connections go silent (a path that drops packets without a reset: nothing
+// gets through and nobody is told). Data order is kept in every mode.
 import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
 import { sleep } from './redis.js';
 
@@ -17,16 +18,23 @@ export type TcpProxy = {
   refuse(ms: number): Promise<void>;
   /** Delays every chunk by `ms` in each direction from now on; 0 forwards at once again. */
   delay(ms: number): void;
+  /**
+   * The connections open now go silent for good: what either side sends is
+   * dropped, no close or reset is passed on. New connections work. Returns
+   * how many went silent.
+   */
+  silence(): number;
   /** Connections accepted and reset so far. */
   stats(): { accepted: number; dropped: number; open: number };
   close(): Promise<void>;
 };
 
-type Pipe = { src: Socket; dst: Socket; queue: { at: number; chunk: Buffer }[]; timer: NodeJS.Timeout | null };
+type Pipe = { src: Socket; dst: Socket; queue: { at: number; chunk: Buffer }[]; timer: NodeJS.Timeout | null; silent: boolean };
 
 export async function startTcpProxy(target: { host?: string; port: number }): Promise<TcpProxy> {
   const host = target.host ?? '127.0.0.1';
   const open = new Set<Socket>();
+  const pipes = new Set<Pipe>();
   let delayMs = 0;
   let accepted = 0;
   let dropped = 0;
@@ -35,6 +43,7 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
   // A chunk leaves no earlier than `delayMs` after it came and never before the
   // chunk ahead of it, so shortening the delay cannot reorder the stream.
   function forward(p: Pipe, chunk: Buffer): void {
+    if (p.silent) return;
     if (delayMs === 0 && p.queue.length === 0) {
       p.dst.write(chunk);
       return;
@@ -55,12 +64,15 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
   }
 
   function pipe(src: Socket, dst: Socket): void {
-    const p: Pipe = { src, dst, queue: [], timer: null };
+    const p: Pipe = { src, dst, queue: [], timer: null, silent: false };
+    pipes.add(p);
     src.on('data', (chunk: Buffer) => forward(p, chunk));
     src.on('close', () => {
+      pipes.delete(p);
       if (p.timer) clearTimeout(p.timer);
-      // Data still held back by a delay is lost with the connection, as on a real network.
-      dst.destroy();
+      // Data still held back by a delay is lost with the connection, as on a
+      // real network; a silent path passes no close on either.
+      if (!p.silent) dst.destroy();
     });
   }
 
@@ -104,6 +116,16 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
     },
     delay(ms) {
       delayMs = ms;
+    },
+    silence() {
+      let n = 0;
+      for (const p of pipes) {
+        if (p.silent) continue;
+        p.silent = true;
+        p.queue.length = 0;
+        n++;
+      }
+      return n / 2;
     },
     stats: () => ({ accepted, dropped, open: open.size / 2 }),
     async close() {

@@ -3,11 +3,11 @@
 import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queue } from '../../src/queue/queue.js';
+import type { Queue } from '../../src/queue/producer/queue.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { parseExposition, valueOf } from '../helpers/prometheus.js';
-import { dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, waitFor } from '../helpers/redis.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'test-admin-token-0123456789';
 let tdb: TestDb;
@@ -18,14 +18,12 @@ let orders: Queue;
 beforeAll(async () => {
   tdb = await createTestDb('admin');
   svc = await startTestService(tdb.url, { ADMIN_TOKEN: TOKEN, ORDER_RECONCILE_INTERVAL_SECONDS: '3600' });
-  orders = svc.modules.find((m) => m.name === 'orders')!.queue;
+  orders = svc.module('orders').queue;
   redis = redisClient('admin-test');
 });
 afterAll(async () => {
-  await svc?.stop();
-  await dropPrefix(redis, svc.prefix);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
 const admin = () => ({
@@ -58,12 +56,24 @@ describe('admin API', () => {
   });
 
   it('reports every queue with its shards: pending, due now, in flight, dead, next due, lag', async () => {
-    await orders.schedule({ id: 'order:stats-later:expire', type: 'order.expire', delayMs: 3_600_000, payload: { orderId: '00000000-0000-4000-8000-000000000001' } });
+    await orders.schedule({
+      id: 'order:stats-later:expire',
+      type: 'order.expire',
+      delayMs: 3_600_000,
+      payload: { orderId: '00000000-0000-4000-8000-000000000001' },
+    });
     const res = await admin().get('/admin/queues');
     const names = res.body.queues.map((q: { total: { queue: string } }) => q.total.queue).sort();
     expect(names).toEqual(['appointments', 'notifications', 'orders', 'parcels', 'reports']);
     const o = res.body.queues.find((q: { total: { queue: string } }) => q.total.queue === 'orders');
-    expect(o.total).toMatchObject({ shard: 'all', pending: expect.any(Number), dueNow: expect.any(Number), inFlight: expect.any(Number), dead: expect.any(Number), oldestDueLagMs: expect.any(Number) });
+    expect(o.total).toMatchObject({
+      shard: 'all',
+      pending: expect.any(Number),
+      dueNow: expect.any(Number),
+      inFlight: expect.any(Number),
+      dead: expect.any(Number),
+      oldestDueLagMs: expect.any(Number),
+    });
     expect(o.total.pending).toBeGreaterThanOrEqual(1);
     expect(o.shards).toHaveLength(orders.shards);
     expect(o.shards.reduce((sum: number, sh: { pending: number }) => sum + sh.pending, 0)).toBe(o.total.pending);
@@ -92,10 +102,16 @@ describe('admin API', () => {
     expect(before).toMatchObject({ state: 'dead', type: 'order.expire' });
     expect((await admin().post(`/admin/queues/orders/dead/${encodeURIComponent(ids[0]!)}/redrive`)).status).toBe(200);
     // It runs again (and dies again: the payload is still bad): a later death.
-    expect(await waitFor(async () => {
-      const j = await orders.get(ids[0]!);
-      return j?.state === 'dead' && Date.parse(before.diedAt) < (j.diedAt ?? 0);
-    }, 3_000, 20)).toBe(true);
+    expect(
+      await waitFor(
+        async () => {
+          const j = await orders.get(ids[0]!);
+          return j?.state === 'dead' && Date.parse(before.diedAt) < (j.diedAt ?? 0);
+        },
+        3_000,
+        20,
+      ),
+    ).toBe(true);
 
     expect((await admin().del(`/admin/queues/orders/dead/${encodeURIComponent(ids[1]!)}`)).status).toBe(200);
     expect(await orders.get(ids[1]!)).toBeNull();
@@ -171,18 +187,26 @@ describe('metrics', () => {
     expect(moved('ots_job_lateness_seconds_count')).toBeGreaterThanOrEqual(3);
     expect(moved('ots_job_duration_seconds_count', { queue: 'orders', type: 'order.expire' })).toBeGreaterThanOrEqual(1);
     expect(moved('ots_http_request_duration_seconds_count', { method: 'GET', route: '/orders/:id', status: '404' })).toBe(1);
-    for (const [name, type] of [['ots_jobs_scheduled_total', 'counter'], ['ots_job_lateness_seconds', 'histogram'], ['ots_queue_jobs', 'gauge']]) {
+    for (const [name, type] of [
+      ['ots_jobs_scheduled_total', 'counter'],
+      ['ots_job_lateness_seconds', 'histogram'],
+      ['ots_queue_jobs', 'gauge'],
+    ]) {
       expect(after.get(name as string)?.type, name).toBe(type);
     }
     // The depth gauge is read from Redis at scrape time: it agrees with the admin API
     // (once jobs redriven by the test before have settled).
     let seen = '';
-    const agree = await waitFor(async () => {
-      const stats = (await admin().get('/admin/queues')).body.queues.find((x: { total: { queue: string } }) => x.total.queue === 'orders').total;
-      const gauge = valueOf(await scrape(), 'ots_queue_jobs', { queue: 'orders', state: 'dead' });
-      seen = `api ${stats.dead}, gauge ${gauge}`;
-      return gauge === stats.dead && gauge >= 2;
-    }, 5_000, 100);
+    const agree = await waitFor(
+      async () => {
+        const stats = (await admin().get('/admin/queues')).body.queues.find((x: { total: { queue: string } }) => x.total.queue === 'orders').total;
+        const gauge = valueOf(await scrape(), 'ots_queue_jobs', { queue: 'orders', state: 'dead' });
+        seen = `api ${stats.dead}, gauge ${gauge}`;
+        return gauge === stats.dead && gauge >= 2;
+      },
+      5_000,
+      100,
+    );
     expect(agree, seen).toBe(true);
   });
 
@@ -193,4 +217,3 @@ describe('metrics', () => {
     expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
-

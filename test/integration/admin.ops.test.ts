@@ -5,10 +5,10 @@
 import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queue } from '../../src/queue/queue.js';
+import type { Queue } from '../../src/queue/producer/queue.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, waitFor } from '../helpers/redis.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'ops-admin-token-0123456789';
 let tdb: TestDb;
@@ -19,14 +19,12 @@ let orders: Queue;
 beforeAll(async () => {
   tdb = await createTestDb('adminops');
   svc = await startTestService(tdb.url, { ADMIN_TOKEN: TOKEN, PARCEL_BATCH_SIZE: '2', ORDER_RECONCILE_INTERVAL_SECONDS: '3600' });
-  orders = svc.modules.find((m) => m.name === 'orders')!.queue;
+  orders = svc.module('orders').queue;
   redis = redisClient('adminops-test');
 });
 afterAll(async () => {
-  await svc?.stop();
-  await dropPrefix(redis, svc.prefix);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
 const get = (p: string) => request(svc.url).get(p).set('Authorization', `Bearer ${TOKEN}`);
@@ -41,10 +39,14 @@ describe('GET /admin/lateness', () => {
     expect(await waitFor(async () => (await Promise.all(ids.map((id) => orders.get(id)))).every((j) => j === null), 5_000, 20)).toBe(true);
 
     let body: Lateness | undefined;
-    const seen = await waitFor(async () => {
-      body = (await get('/admin/lateness?minutes=1')).body as Lateness;
-      return (body.queues.find((q) => q.queue === 'orders')?.points.reduce((a, p) => a + p.count, 0) ?? 0) >= ids.length;
-    }, 5_000, 100);
+    const seen = await waitFor(
+      async () => {
+        body = (await get('/admin/lateness?minutes=1')).body as Lateness;
+        return (body.queues.find((q) => q.queue === 'orders')?.points.reduce((a, p) => a + p.count, 0) ?? 0) >= ids.length;
+      },
+      5_000,
+      100,
+    );
     expect(seen, JSON.stringify(body)).toBe(true);
     const from = Date.parse(body!.from);
     const to = Date.parse(body!.to);
@@ -79,9 +81,19 @@ describe('GET /admin/batches', () => {
   it('lists the latest batches of every area, newest first', async () => {
     const made: string[] = [];
     for (const area of ['OPS-A', 'OPS-B']) {
-      expect((await request(svc.url).put(`/areas/${area}`).send({ vehiclePlate: `V-${area}`, sorterContact: 'sorter@example.com' })).status).toBe(200);
-      await request(svc.url).post('/parcels').send({ trackingNo: `${area}-1`, area });
-      const full = await request(svc.url).post('/parcels').send({ trackingNo: `${area}-2`, area });
+      expect(
+        (
+          await request(svc.url)
+            .put(`/areas/${area}`)
+            .send({ vehiclePlate: `V-${area}`, sorterContact: 'sorter@example.com' })
+        ).status,
+      ).toBe(200);
+      await request(svc.url)
+        .post('/parcels')
+        .send({ trackingNo: `${area}-1`, area });
+      const full = await request(svc.url)
+        .post('/parcels')
+        .send({ trackingNo: `${area}-2`, area });
       expect(full.body.status).toBe('BATCHED');
       made.push(full.body.batchId as string);
     }
@@ -100,7 +112,11 @@ describe('the dashboard page', () => {
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.headers['content-security-policy']).toMatch(/default-src 'self'.*frame-ancestors 'none'/);
-    for (const [file, type] of [['dashboard.js', /javascript/], ['chart.js', /javascript/], ['dashboard.css', /text\/css/]] as const) {
+    for (const [file, type] of [
+      ['dashboard.js', /javascript/],
+      ['chart.js', /javascript/],
+      ['dashboard.css', /text\/css/],
+    ] as const) {
       const res = await request(svc.url).get(`/admin/dashboard/${file}`);
       expect(res.status, file).toBe(200);
       expect(res.headers['content-type'], file).toMatch(type);

@@ -4,8 +4,10 @@ import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { appointmentBody } from '../helpers/bodies.js';
+import { remindJobId } from '../../src/modules/appointments/appointments.service.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -17,10 +19,8 @@ beforeAll(async () => {
   redis = redisClient('appts-api-test');
 });
 afterAll(async () => {
-  await svc?.stop();
-  await dropPrefix(redis, svc.prefix);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
 const api = () => request(svc.url);
@@ -28,7 +28,7 @@ const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 const book = (startsInMs: number, lead: number, extra: Record<string, unknown> = {}) =>
   api()
     .post('/appointments')
-    .send({ customerId: 'pat-1', contact: '+8613800000000', channel: 'sms', startsAt: inMs(startsInMs), remindBeforeSeconds: lead, ...extra });
+    .send(appointmentBody({ customerId: 'pat-1', contact: '+8613800000000', channel: 'sms', startsAt: inMs(startsInMs), remindBeforeSeconds: lead, ...extra }));
 const reminders = (id: string) => tdb.db.notification.findMany({ where: { appointmentId: id }, orderBy: { createdAt: 'asc' } });
 
 describe('appointment reminders', () => {
@@ -62,7 +62,9 @@ describe('appointment reminders', () => {
   it('moves the reminder with the slot and sends none for the old slot', async () => {
     const res = await book(61_200, 60); // reminder due in 1.2 s
     const id = res.body.id as string;
-    const moved = await api().patch(`/appointments/${id}`).send({ startsAt: inMs(62_500) }); // now due in 2.5 s
+    const moved = await api()
+      .patch(`/appointments/${id}`)
+      .send({ startsAt: inMs(62_500) }); // now due in 2.5 s
     expect(moved.status).toBe(200);
     await sleep(1_600); // past the old remind time
     expect(await reminders(id)).toHaveLength(0);
@@ -81,7 +83,9 @@ describe('appointment reminders', () => {
     await sleep(400);
     expect(await reminders(id)).toHaveLength(1);
     // New slot: a second reminder.
-    const moved = await api().patch(`/appointments/${id}`).send({ startsAt: inMs(60_300), remindBeforeSeconds: 60 });
+    const moved = await api()
+      .patch(`/appointments/${id}`)
+      .send({ startsAt: inMs(60_300), remindBeforeSeconds: 60 });
     expect(await waitFor(async () => (await reminders(id)).length === 2, 3_000, 20)).toBe(true);
     const slots = (await reminders(id)).map((n) => (n.payload as { startsAt: string }).startsAt);
     expect(slots).toEqual([res.body.startsAt, moved.body.startsAt]);
@@ -97,10 +101,12 @@ describe('appointment reminders', () => {
     const c2 = await api().post(`/appointments/${id}/cancel`);
     expect(c2.status).toBe(200);
     expect(c2.body).toEqual(c1.body);
-    const patch = await api().patch(`/appointments/${id}`).send({ startsAt: inMs(120_000) });
+    const patch = await api()
+      .patch(`/appointments/${id}`)
+      .send({ startsAt: inMs(120_000) });
     expect(patch.status).toBe(409);
     expect(patch.body.code).toBe('APPOINTMENT_CANCELLED');
-    expect(await svc.modules[1]!.queue.get(`appointment:${id}:remind`)).toBeNull();
+    expect(await svc.module('appointments').queue.get(remindJobId(id))).toBeNull();
     await sleep(1_200);
     expect(await reminders(id)).toHaveLength(0);
   });
@@ -108,14 +114,18 @@ describe('appointment reminders', () => {
   it('defers a reminder job that fires before the remind time to that time, not into a tight loop', async () => {
     const res = await book(120_000, 60); // remind in 60 s
     const id = res.body.id as string;
-    const queue = svc.modules.find((m) => m.name === 'appointments')!.queue;
-    await queue.reschedule(`appointment:${id}:remind`, { delayMs: 0 }); // a stale job, due now
+    const queue = svc.module('appointments').queue;
+    await queue.reschedule(remindJobId(id), { delayMs: 0 }); // a stale job, due now
     expect(
-      await waitFor(async () => {
-        const j = await queue.get(`appointment:${id}:remind`);
-        // Released with a delay computed on the worker's clock estimate: within a few ms.
-        return j?.state === 'pending' && Math.abs((j.dueAt ?? 0) - Date.parse(res.body.remindAt)) <= 5 && j.attempts === 0;
-      }, 3_000, 20),
+      await waitFor(
+        async () => {
+          const j = await queue.get(remindJobId(id));
+          // Released with a delay computed on the worker's clock estimate: within a few ms.
+          return j?.state === 'pending' && Math.abs((j.dueAt ?? 0) - Date.parse(res.body.remindAt)) <= 5 && j.attempts === 0;
+        },
+        3_000,
+        20,
+      ),
     ).toBe(true);
     expect(await reminders(id)).toHaveLength(0);
   });
@@ -123,17 +133,36 @@ describe('appointment reminders', () => {
   it('honours Idempotency-Key on booking', async () => {
     const key = `appt-${Date.now()}`;
     const startsAt = inMs(3_600_000);
-    const body = { customerId: 'pat-2', contact: 'pat@example.com', channel: 'email', startsAt };
+    const body = appointmentBody({ customerId: 'pat-2', contact: 'pat@example.com', startsAt, remindBeforeSeconds: undefined });
     const a = await api().post('/appointments').set('Idempotency-Key', key).send(body);
     const b = await api().post('/appointments').set('Idempotency-Key', key).send(body);
     expect(a.status).toBe(201);
     expect(b.body).toEqual(a.body);
     expect(b.headers['idempotent-replayed']).toBe('true');
     expect(a.body.remindBeforeSeconds).toBe(86_400); // the default lead
-    const c = await api().post('/appointments').set('Idempotency-Key', key).send({ ...body, contact: 'other@example.com' });
+    const c = await api()
+      .post('/appointments')
+      .set('Idempotency-Key', key)
+      .send({ ...body, contact: 'other@example.com' });
     expect(c.status).toBe(422);
     expect(c.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(await tdb.db.appointment.count({ where: { idempotencyKey: key } })).toBe(1);
+  });
+
+  // Found by the model-based suite: a retry that came after the start was refused as "in the past".
+  it('answers a replayed booking as it was, even once its start has passed', async () => {
+    const key = `appt-late-${Date.now()}`;
+    const body = appointmentBody({ customerId: 'pat-3', contact: 'pat@example.com', startsAt: inMs(600) });
+    const a = await api().post('/appointments').set('Idempotency-Key', key).send(body);
+    expect(a.status).toBe(201);
+    await sleep(800);
+    const b = await api().post('/appointments').set('Idempotency-Key', key).send(body);
+    expect(b.status).toBe(201);
+    expect(b.body.id).toBe(a.body.id);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    const fresh = await api().post('/appointments').set('Idempotency-Key', `${key}-new`).send(body);
+    expect(fresh.status).toBe(422);
+    expect(fresh.body.code).toBe('STARTS_AT_IN_PAST');
   });
 });
 
@@ -141,23 +170,118 @@ describe('bad input: 4xx problem+json, nothing written', () => {
   const ok = () => ({ customerId: 'c', contact: 'c@example.com', channel: 'email', startsAt: inMs(3_600_000) });
   const cases: [string, () => request.Test, number, string][] = [
     ['no body', () => api().post('/appointments'), 400, 'VALIDATION_FAILED'],
-    ['unknown channel', () => api().post('/appointments').send({ ...ok(), channel: 'fax' }), 400, 'VALIDATION_FAILED'],
-    ['contact too short', () => api().post('/appointments').send({ ...ok(), contact: 'ab' }), 400, 'VALIDATION_FAILED'],
-    ['contact too long', () => api().post('/appointments').send({ ...ok(), contact: 'x'.repeat(255) }), 400, 'VALIDATION_FAILED'],
-    ['NUL in a contact', () => api().post('/appointments').send({ ...ok(), contact: 'ab\u0000c@x.com' }), 400, 'VALIDATION_FAILED'],
-    ['startsAt not a date', () => api().post('/appointments').send({ ...ok(), startsAt: 'tomorrow' }), 400, 'VALIDATION_FAILED'],
-    ['startsAt without offset', () => api().post('/appointments').send({ ...ok(), startsAt: '2030-01-01T10:00:00' }), 400, 'VALIDATION_FAILED'],
-    ['startsAt in the past', () => api().post('/appointments').send({ ...ok(), startsAt: '2001-01-01T10:00:00Z' }), 422, 'STARTS_AT_IN_PAST'],
-    ['negative lead', () => api().post('/appointments').send({ ...ok(), remindBeforeSeconds: -1 }), 400, 'VALIDATION_FAILED'],
-    ['lead above 30 days', () => api().post('/appointments').send({ ...ok(), remindBeforeSeconds: 2_592_001 }), 400, 'VALIDATION_FAILED'],
-    ['unknown field', () => api().post('/appointments').send({ ...ok(), room: 4 }), 400, 'VALIDATION_FAILED'],
+    [
+      'unknown channel',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), channel: 'fax' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'contact too short',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), contact: 'ab' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'contact too long',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), contact: 'x'.repeat(255) }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'NUL in a contact',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), contact: 'ab\u0000c@x.com' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'startsAt not a date',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), startsAt: 'tomorrow' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'startsAt without offset',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), startsAt: '2030-01-01T10:00:00' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'startsAt in the past',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), startsAt: '2001-01-01T10:00:00Z' }),
+      422,
+      'STARTS_AT_IN_PAST',
+    ],
+    [
+      'negative lead',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), remindBeforeSeconds: -1 }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'lead above 30 days',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), remindBeforeSeconds: 2_592_001 }),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'unknown field',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), room: 4 }),
+      400,
+      'VALIDATION_FAILED',
+    ],
     ['id not a UUID', () => api().get('/appointments/nope'), 400, 'INVALID_APPOINTMENT_ID'],
     ['unknown id', () => api().get('/appointments/00000000-0000-4000-8000-000000000000'), 404, 'APPOINTMENT_NOT_FOUND'],
     ['empty PATCH', () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({}), 400, 'VALIDATION_FAILED'],
-    ['PATCH into the past', () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ startsAt: '2001-01-01T00:00:00Z' }), 422, 'STARTS_AT_IN_PAST'],
-    ['PATCH unknown id', () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ remindBeforeSeconds: 5 }), 404, 'APPOINTMENT_NOT_FOUND'],
+    [
+      'PATCH into the past',
+      () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ startsAt: '2001-01-01T00:00:00Z' }),
+      422,
+      'STARTS_AT_IN_PAST',
+    ],
+    [
+      'PATCH unknown id',
+      () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ remindBeforeSeconds: 5 }),
+      404,
+      'APPOINTMENT_NOT_FOUND',
+    ],
     ['notifications without a filter', () => api().get('/notifications'), 400, 'INVALID_NOTIFICATION_FILTER'],
-    ['notifications with two filters', () => api().get('/notifications?orderId=00000000-0000-4000-8000-000000000000&appointmentId=00000000-0000-4000-8000-000000000000'), 400, 'INVALID_NOTIFICATION_FILTER'],
+    [
+      'notifications with two filters',
+      () => api().get('/notifications?orderId=00000000-0000-4000-8000-000000000000&appointmentId=00000000-0000-4000-8000-000000000000'),
+      400,
+      'INVALID_NOTIFICATION_FILTER',
+    ],
     ['notifications with a bad id', () => api().get('/notifications?appointmentId=x'), 400, 'INVALID_NOTIFICATION_FILTER'],
   ];
 

@@ -80,14 +80,24 @@ describe('reschedules and cancellations racing reminders', () => {
     // Let the last reminders fire and be delivered.
     const lastRemind = Math.max(...[...history.values()].flat().map((s) => s.remindAt));
     await sleep(Math.max(0, lastRemind + 500 - Date.now()));
-    const appointmentsQueue = api.modules.find((m) => m.name === 'appointments')!.queue;
-    expect(await waitFor(async () => {
-      const s = await appointmentsQueue.stats();
-      return s.inFlight === 0 && s.dueNow === 0;
-    }, 10_000, 100)).toBe(true);
+    const appointmentsQueue = api.module('appointments').queue;
+    expect(
+      await waitFor(
+        async () => {
+          const s = await appointmentsQueue.stats();
+          return s.inFlight === 0 && s.dueNow === 0;
+        },
+        10_000,
+        100,
+      ),
+    ).toBe(true);
     const ids = [...history.keys()];
     expect(
-      await waitFor(async () => (await tdb.db.notification.count({ where: { appointmentId: { in: ids }, status: { in: ['PENDING', 'FAILED'] } } })) === 0, 10_000, 100),
+      await waitFor(
+        async () => (await tdb.db.notification.count({ where: { appointmentId: { in: ids }, status: { in: ['PENDING', 'FAILED'] } } })) === 0,
+        10_000,
+        100,
+      ),
     ).toBe(true);
 
     // Reminders only for slots held when written (not before their remind time,

@@ -21,7 +21,14 @@ afterAll(async () => tdb?.drop());
 async function dueAppointment(repo: ReturnType<typeof createAppointmentsRepository>) {
   const startsAt = new Date(Date.now() + 30_000);
   const row = await repo.insert({
-    id: randomUUID(), customerId: 'w', contact: 'w@example.com', channel: 'EMAIL', startsAt, remindBeforeSeconds: 60, idempotencyKey: null, requestHash: null,
+    id: randomUUID(),
+    customerId: 'w',
+    contact: 'w@example.com',
+    channel: 'EMAIL',
+    startsAt,
+    remindBeforeSeconds: 60,
+    idempotencyKey: null,
+    requestHash: null,
   });
   return { id: row!.id, startsAtMs: startsAt.getTime() };
 }

@@ -11,13 +11,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { orderBody } from '../helpers/bodies.js';
 import { startWebhook, type Webhook } from '../helpers/webhook.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
 const TOKEN = 'dashboard-admin-token-0123456789';
 // Without the background-networking flags Chromium dials out at start, and this network refuses it.
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 let tdb: TestDb;
 let hook: Webhook;
@@ -63,15 +73,19 @@ const admin = (path: string) => request(svc.url).get(path).set('Authorization', 
 async function deadNotification(): Promise<{ orderId: string; jobId: string }> {
   const order = await request(svc.url)
     .post('/orders')
-    .send({ customerId: 'dash', items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }], paymentTimeoutSeconds: 1 });
+    .send(orderBody({ customerId: 'dash', paymentTimeoutSeconds: 1 }));
   expect(order.status).toBe(201);
   let jobId = '';
-  const died = await waitFor(async () => {
-    const page = await admin('/admin/queues/notifications/dead?limit=50');
-    const job = (page.body.jobs as { id: string; payload: { notificationId?: string } }[]).find((j) => j.id.startsWith('notification:'));
-    jobId = job?.id ?? '';
-    return jobId !== '';
-  }, 15_000, 100);
+  const died = await waitFor(
+    async () => {
+      const page = await admin('/admin/queues/notifications/dead?limit=50');
+      const job = (page.body.jobs as { id: string; payload: { notificationId?: string } }[]).find((j) => j.id.startsWith('notification:'));
+      jobId = job?.id ?? '';
+      return jobId !== '';
+    },
+    15_000,
+    100,
+  );
   expect(died).toBe(true);
   return { orderId: order.body.id as string, jobId };
 }
@@ -124,13 +138,19 @@ describe('dashboard', () => {
 
     // The numbers may move between two reads (periodic jobs): equal at some refresh is the claim.
     let last: unknown;
-    const same = await waitFor(async () => {
-      const [api, shown] = await Promise.all([apiNumbers(), pageNumbers(page)]);
-      last = { api, shown };
-      const fields = ['pending', 'dueNow', 'inFlight', 'dead'];
-      const queues = Object.keys(api).sort();
-      return queues.length === 5 && queues.join() === Object.keys(shown).sort().join() && queues.every((q) => fields.every((f) => api[q]?.[f] === shown[q]?.[f]));
-    }, 15_000, 250);
+    const same = await waitFor(
+      async () => {
+        const [api, shown] = await Promise.all([apiNumbers(), pageNumbers(page)]);
+        last = { api, shown };
+        const fields = ['pending', 'dueNow', 'inFlight', 'dead'];
+        const queues = Object.keys(api).sort();
+        return (
+          queues.length === 5 && queues.join() === Object.keys(shown).sort().join() && queues.every((q) => fields.every((f) => api[q]?.[f] === shown[q]?.[f]))
+        );
+      },
+      15_000,
+      250,
+    );
     expect(same, JSON.stringify(last)).toBe(true);
     // The order's cancellation notice and the batch's dispatch notice both failed at the webhook.
     expect((await pageNumbers(page)).notifications?.dead).toBe(2);
@@ -193,7 +213,10 @@ describe('API docs page', () => {
       if (!r.url().startsWith(svc.url)) outside.push(r.url());
     });
     await page.goto(`${svc.url}/docs`);
-    const documented = Object.values((await request(svc.url).get('/openapi.json')).body.paths as Record<string, object>).reduce<number>((n, ops) => n + Object.keys(ops).length, 0);
+    const documented = Object.values((await request(svc.url).get('/openapi.json')).body.paths as Record<string, object>).reduce<number>(
+      (n, ops) => n + Object.keys(ops).length,
+      0,
+    );
     await expect.poll(() => page.locator('.opblock').count(), { timeout: 15_000 }).toBe(documented);
     await page.screenshot({ path: new URL('docs.png', ARTIFACTS).pathname });
     expect(outside.filter((u) => !u.startsWith('data:'))).toEqual([]);

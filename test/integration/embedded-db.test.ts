@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
+import { orderBody } from '../helpers/bodies.js';
 import { freePort } from '../helpers/redis-server.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -23,7 +24,15 @@ afterAll(async () => {
 });
 
 async function startMain(port: number) {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, DATA_DIR: dataDir, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    REDIS_URL,
+    DATA_DIR: dataDir,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'info',
+  };
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -45,14 +54,18 @@ describe('embedded database', () => {
     const created = await fetch(`${base}/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ customerId: 'emb', items: [{ sku: 'S', quantity: 1, unitPriceCents: 5 }], paymentTimeoutSeconds: 1 }),
+      body: JSON.stringify(orderBody({ customerId: 'emb', paymentTimeoutSeconds: 1 })),
     });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
-    const cancelled = await waitFor(async () => {
-      const o = (await (await fetch(`${base}/orders/${id}`)).json()) as { status: string };
-      return o.status === 'CANCELLED';
-    }, 10_000, 100);
+    const cancelled = await waitFor(
+      async () => {
+        const o = (await (await fetch(`${base}/orders/${id}`)).json()) as { status: string };
+        return o.status === 'CANCELLED';
+      },
+      10_000,
+      100,
+    );
     expect(cancelled).toBe(true);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);

@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { latenessKeys } from '../../src/queue/keys.js';
-import { createLatenessReader, quantileOf } from '../../src/queue/lateness-reader.js';
-import { LATENESS_BUCKETS_MS, LATENESS_TTL_MS, bucketOf, createLatenessRecorder } from '../../src/queue/lateness-recorder.js';
+import { createLatenessReader, quantileOf } from '../../src/queue/telemetry/lateness-reader.js';
+import { LATENESS_BUCKETS_MS, LATENESS_TTL_MS, bucketOf, createLatenessRecorder } from '../../src/queue/telemetry/lateness-recorder.js';
 import { silentLogger } from '../../src/queue/types.js';
 import { dropPrefix, redisClient } from '../helpers/redis.js';
 

@@ -6,8 +6,9 @@ import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
+import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
 import { startWebhook, type Webhook } from '../helpers/webhook.js';
 
 let tdb: TestDb;
@@ -31,27 +32,35 @@ beforeAll(async () => {
   redis = redisClient('webhook-test');
 });
 afterAll(async () => {
-  await svc?.stop();
   await hook?.close();
-  await dropPrefix(redis, svc.prefix);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
-const notificationsQueue = () => svc.modules.find((m) => m.name === 'notifications')!.queue;
+const notificationsQueue = () => svc.module('notifications').queue;
 
 /** Books an appointment whose reminder is due at once; returns its notification once written. */
 async function remindNow(tag: string) {
   const res = await request(svc.url)
     .post('/appointments')
-    .send({ customerId: tag, contact: `${tag}@example.com`, channel: 'email', startsAt: new Date(Date.now() + 60_000).toISOString(), remindBeforeSeconds: 3_600 });
+    .send({
+      customerId: tag,
+      contact: `${tag}@example.com`,
+      channel: 'email',
+      startsAt: new Date(Date.now() + 60_000).toISOString(),
+      remindBeforeSeconds: 3_600,
+    });
   expect(res.status).toBe(201);
   let id = '';
-  await waitFor(async () => {
-    const n = await tdb.db.notification.findFirst({ where: { appointmentId: res.body.id } });
-    id = n?.id ?? '';
-    return id !== '';
-  }, 3_000, 10);
+  await waitFor(
+    async () => {
+      const n = await tdb.db.notification.findFirst({ where: { appointmentId: res.body.id } });
+      id = n?.id ?? '';
+      return id !== '';
+    },
+    3_000,
+    10,
+  );
   return id;
 }
 
@@ -80,7 +89,7 @@ describe('webhook delivery', () => {
   it('marks an always-failing delivery FAILED in the dead set, and a redrive delivers it once the receiver recovers', async () => {
     hook.setBehaviour(() => 'fail');
     const id = await remindNow('down');
-    const jobId = `notification:${id}:deliver`;
+    const jobId = deliverJobId(id);
     expect(await waitFor(async () => (await notificationsQueue().get(jobId))?.state === 'dead', 5_000, 20)).toBe(true);
     expect(await row(id)).toMatchObject({ status: 'FAILED', attempts: 4, lastError: 'webhook failed: HTTP 503' });
     expect(callsFor(id)).toHaveLength(4);
@@ -137,4 +146,3 @@ describe('webhook delivery', () => {
     expect((await row(id)).status).toBe('CANCELLED');
   });
 });
-

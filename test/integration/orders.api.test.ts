@@ -4,8 +4,10 @@ import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { orderBody } from '../helpers/bodies.js';
+import { expireJobId } from '../../src/modules/orders/orders.service.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -17,30 +19,31 @@ beforeAll(async () => {
   redis = redisClient('orders-api-test');
 });
 afterAll(async () => {
-  await svc?.stop();
-  await dropPrefix(redis, svc.prefix);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
-const body = (extra: Record<string, unknown> = {}) => ({
-  customerId: 'cust-1',
-  items: [
-    { sku: 'SKU-1', quantity: 2, unitPriceCents: 1_250 },
-    { sku: 'SKU-2', quantity: 1, unitPriceCents: 499 },
-  ],
-  ...extra,
-});
+const body = (extra: Record<string, unknown> = {}) =>
+  orderBody({
+    customerId: 'cust-1',
+    items: [
+      { sku: 'SKU-1', quantity: 2, unitPriceCents: 1_250 },
+      { sku: 'SKU-2', quantity: 1, unitPriceCents: 499 },
+    ],
+    ...extra,
+  });
 
 const api = () => request(svc.url);
-const jobKey = (id: string) => `order:${id}:expire`;
+const jobKey = (id: string) => expireJobId(id);
 async function expiryJob(id: string) {
-  return svc.modules[0]!.queue.get(jobKey(id));
+  return svc.module('orders').queue.get(jobKey(id));
 }
 
 describe('order life cycle', () => {
   it('creates an unpaid order with its expiry job', async () => {
-    const res = await api().post('/orders').send(body({ paymentTimeoutSeconds: 60 }));
+    const res = await api()
+      .post('/orders')
+      .send(body({ paymentTimeoutSeconds: 60 }));
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       status: 'UNPAID',
@@ -66,7 +69,9 @@ describe('order life cycle', () => {
   });
 
   it('cancels an unpaid order when its window closes, once, with one notification', async () => {
-    const res = await api().post('/orders').send(body({ paymentTimeoutSeconds: 1, currency: 'usd' }));
+    const res = await api()
+      .post('/orders')
+      .send(body({ paymentTimeoutSeconds: 1, currency: 'usd' }));
     expect(res.body.currency).toBe('USD');
     const id = res.body.id as string;
     expect(await waitFor(async () => (await api().get(`/orders/${id}`)).body.status === 'CANCELLED', 5_000, 25)).toBe(true);
@@ -89,7 +94,11 @@ describe('order life cycle', () => {
   });
 
   it('pays in time: PAID for good, expiry job removed, paying again answers the same', async () => {
-    const id = (await api().post('/orders').send(body({ paymentTimeoutSeconds: 2 }))).body.id as string;
+    const id = (
+      await api()
+        .post('/orders')
+        .send(body({ paymentTimeoutSeconds: 2 }))
+    ).body.id as string;
     const pay = await api().post(`/orders/${id}/pay`).send({ paymentRef: 'psp-123' });
     expect(pay.status).toBe(200);
     expect(pay.body).toMatchObject({ status: 'PAID', paymentRef: 'psp-123' });
@@ -107,9 +116,13 @@ describe('order life cycle', () => {
   });
 
   it('refuses payment after the deadline even before the cancellation ran', async () => {
-    const id = (await api().post('/orders').send(body({ paymentTimeoutSeconds: 1 }))).body.id as string;
+    const id = (
+      await api()
+        .post('/orders')
+        .send(body({ paymentTimeoutSeconds: 1 }))
+    ).body.id as string;
     // Hold the expiry back so the order is past its deadline but still UNPAID.
-    await svc.modules[0]!.queue.reschedule(jobKey(id), { delayMs: 60_000 });
+    await svc.module('orders').queue.reschedule(jobKey(id), { delayMs: 60_000 });
     await sleep(1_100);
     expect((await api().get(`/orders/${id}`)).body.status).toBe('UNPAID');
     const pay = await api().post(`/orders/${id}/pay`).send({});
@@ -132,11 +145,7 @@ describe('order life cycle', () => {
 
   it('answers 404 for an unknown order', async () => {
     const id = '00000000-0000-4000-8000-000000000000';
-    for (const res of [
-      await api().get(`/orders/${id}`),
-      await api().post(`/orders/${id}/pay`),
-      await api().post(`/orders/${id}/cancel`),
-    ]) {
+    for (const res of [await api().get(`/orders/${id}`), await api().post(`/orders/${id}/pay`), await api().post(`/orders/${id}/cancel`)]) {
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('ORDER_NOT_FOUND');
     }
@@ -148,10 +157,7 @@ describe('idempotent create', () => {
     const key = `key-${Date.now()}`;
     const a = await api().post('/orders').set('Idempotency-Key', key).send(body());
     // Same body with keys in another order and the default currency spelled out.
-    const b = await api()
-      .post('/orders')
-      .set('Idempotency-Key', key)
-      .send({ currency: 'CNY', items: body().items, customerId: 'cust-1' });
+    const b = await api().post('/orders').set('Idempotency-Key', key).send({ currency: 'CNY', items: body().items, customerId: 'cust-1' });
     expect(a.status).toBe(201);
     expect(b.status).toBe(201);
     expect(b.headers['idempotent-replayed']).toBe('true');
@@ -163,16 +169,17 @@ describe('idempotent create', () => {
   it('refuses the same key with a different body', async () => {
     const key = `key2-${Date.now()}`;
     await api().post('/orders').set('Idempotency-Key', key).send(body());
-    const res = await api().post('/orders').set('Idempotency-Key', key).send(body({ customerId: 'someone-else' }));
+    const res = await api()
+      .post('/orders')
+      .set('Idempotency-Key', key)
+      .send(body({ customerId: 'someone-else' }));
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
   });
 
   it('creates one order when concurrent requests share a key', async () => {
     const key = `key3-${Date.now()}`;
-    const replies = await Promise.all(
-      Array.from({ length: 8 }, () => api().post('/orders').set('Idempotency-Key', key).send(body())),
-    );
+    const replies = await Promise.all(Array.from({ length: 8 }, () => api().post('/orders').set('Idempotency-Key', key).send(body())));
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
     expect(await tdb.db.order.count({ where: { idempotencyKey: key } })).toBe(1);
@@ -184,24 +191,152 @@ describe('bad input: 4xx problem+json, nothing written', () => {
   const cases: [string, () => request.Test, number, string][] = [
     ['no body', () => api().post('/orders'), 400, 'VALIDATION_FAILED'],
     ['malformed JSON', () => api().post('/orders').set('content-type', 'application/json').send('{"customerId":'), 400, 'INVALID_JSON'],
-    ['empty customerId', () => api().post('/orders').send(body({ customerId: '' })), 400, 'VALIDATION_FAILED'],
-    ['customerId too long', () => api().post('/orders').send(body({ customerId: big })), 400, 'VALIDATION_FAILED'],
-    ['NUL in customerId', () => api().post('/orders').send(body({ customerId: 'a\u0000b' })), 400, 'VALIDATION_FAILED'],
+    [
+      'empty customerId',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ customerId: '' })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'customerId too long',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ customerId: big })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'NUL in customerId',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ customerId: 'a\u0000b' })),
+      400,
+      'VALIDATION_FAILED',
+    ],
     ['NUL in paymentRef', () => api().post('/orders/00000000-0000-4000-8000-000000000000/pay').send({ paymentRef: 'r\u0000' }), 400, 'VALIDATION_FAILED'],
-    ['no items', () => api().post('/orders').send(body({ items: [] })), 400, 'VALIDATION_FAILED'],
-    ['101 items', () => api().post('/orders').send(body({ items: Array(101).fill({ sku: 'a', quantity: 1, unitPriceCents: 1 }) })), 400, 'VALIDATION_FAILED'],
-    ['quantity 0', () => api().post('/orders').send(body({ items: [{ sku: 'a', quantity: 0, unitPriceCents: 1 }] })), 400, 'VALIDATION_FAILED'],
-    ['quantity 1001', () => api().post('/orders').send(body({ items: [{ sku: 'a', quantity: 1001, unitPriceCents: 1 }] })), 400, 'VALIDATION_FAILED'],
-    ['fractional quantity', () => api().post('/orders').send(body({ items: [{ sku: 'a', quantity: 1.5, unitPriceCents: 1 }] })), 400, 'VALIDATION_FAILED'],
-    ['negative price', () => api().post('/orders').send(body({ items: [{ sku: 'a', quantity: 1, unitPriceCents: -1 }] })), 400, 'VALIDATION_FAILED'],
-    ['price as a string', () => api().post('/orders').send(body({ items: [{ sku: 'a', quantity: 1, unitPriceCents: '5' }] })), 400, 'VALIDATION_FAILED'],
-    ['sku too long', () => api().post('/orders').send(body({ items: [{ sku: big, quantity: 1, unitPriceCents: 1 }] })), 400, 'VALIDATION_FAILED'],
-    ['currency of 4 letters', () => api().post('/orders').send(body({ currency: 'EURO' })), 400, 'VALIDATION_FAILED'],
-    ['timeout 0', () => api().post('/orders').send(body({ paymentTimeoutSeconds: 0 })), 400, 'VALIDATION_FAILED'],
-    ['timeout above a week', () => api().post('/orders').send(body({ paymentTimeoutSeconds: 604_801 })), 400, 'VALIDATION_FAILED'],
-    ['unknown field', () => api().post('/orders').send(body({ discount: 5 })), 400, 'VALIDATION_FAILED'],
+    [
+      'no items',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      '101 items',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: Array(101).fill({ sku: 'a', quantity: 1, unitPriceCents: 1 }) })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'quantity 0',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: 'a', quantity: 0, unitPriceCents: 1 }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'quantity 1001',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: 'a', quantity: 1001, unitPriceCents: 1 }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'fractional quantity',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: 'a', quantity: 1.5, unitPriceCents: 1 }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'negative price',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: 'a', quantity: 1, unitPriceCents: -1 }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'price as a string',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: 'a', quantity: 1, unitPriceCents: '5' }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'sku too long',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ items: [{ sku: big, quantity: 1, unitPriceCents: 1 }] })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'currency of 4 letters',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ currency: 'EURO' })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'timeout 0',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ paymentTimeoutSeconds: 0 })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'timeout above a week',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ paymentTimeoutSeconds: 604_801 })),
+      400,
+      'VALIDATION_FAILED',
+    ],
+    [
+      'unknown field',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ discount: 5 })),
+      400,
+      'VALIDATION_FAILED',
+    ],
     ['body is an array', () => api().post('/orders').send([body()]), 400, 'VALIDATION_FAILED'],
-    ['oversized body', () => api().post('/orders').send(body({ customerId: 'x'.repeat(70_000) })), 413, 'PAYLOAD_TOO_LARGE'],
+    [
+      'oversized body',
+      () =>
+        api()
+          .post('/orders')
+          .send(body({ customerId: 'x'.repeat(70_000) })),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
     ['Idempotency-Key with a tab', () => api().post('/orders').set('Idempotency-Key', 'key\twith-tab').send(body()), 400, 'INVALID_IDEMPOTENCY_KEY'],
     ['Idempotency-Key too long', () => api().post('/orders').set('Idempotency-Key', 'k'.repeat(256)).send(body()), 400, 'INVALID_IDEMPOTENCY_KEY'],
     ['order id not a UUID', () => api().get('/orders/12345'), 400, 'INVALID_ORDER_ID'],

@@ -12,6 +12,7 @@ import { createRedis } from '../../src/core/redis.js';
 import { createOrdersModule } from '../../src/modules/orders/orders.module.js';
 import { loadConfig } from '../../src/config.js';
 import { type TestDb, adminQuery, createTestDb } from '../helpers/db.js';
+import { orderBody } from '../helpers/bodies.js';
 import { REDIS_URL, waitFor } from '../helpers/redis.js';
 
 const redis = createRedis(REDIS_URL, 'db-down-test');
@@ -26,7 +27,7 @@ describe('database unavailable', () => {
     const app = createApp({ log, redis, db, routers: [orders.router] });
     const create = await request(app)
       .post('/orders')
-      .send({ customerId: 'c', items: [{ sku: 's', quantity: 1, unitPriceCents: 1 }] });
+      .send(orderBody({ customerId: 'c' }));
     expect(create.status).toBe(503);
     expect(create.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(create.body.code).toBe('DATABASE_UNAVAILABLE');

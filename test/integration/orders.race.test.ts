@@ -5,6 +5,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { expireJobId } from '../../src/modules/orders/orders.service.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
@@ -98,7 +99,7 @@ describe('pay racing expiry', () => {
     // Still true a moment later (no late flip).
     await sleep(300);
     expect(await tdb.db.order.count({ where: { id: { in: ids }, status: 'PAID' } })).toBe(paid);
-    const jobs = await Promise.all(ids.slice(0, 50).map((id) => api.modules[0]!.queue.get(`order:${id}:expire`)));
+    const jobs = await Promise.all(ids.slice(0, 50).map((id) => api.module('orders').queue.get(expireJobId(id))));
     expect(jobs.filter((j) => j !== null)).toEqual([]);
   });
 });

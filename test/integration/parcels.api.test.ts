@@ -5,8 +5,8 @@ import type { RedisClient } from '../../src/core/redis.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -24,23 +24,22 @@ beforeAll(async () => {
   redis = redisClient('parcels-api-test');
 });
 afterAll(async () => {
-  await svc?.stop();
-  await dropPrefix(redis, svc.prefix);
-  await dropPrefix(redis, `${svc.prefix}b`);
   redis.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
 const api = () => request(svc.url);
-const parcels = () => svc.modules.find((m) => m.name === 'parcels') as unknown as {
+type ParcelsModule = {
   batcher: { takeDue(shard: number): Promise<{ batches: { group: string; items: { item: string }[] }[] }> };
-  service: { reconcile(): Promise<{ batches: number; parcels: number }> };
+  reconcile: { run(): Promise<{ batches: number; parcels: number }> };
 };
 let seq = 0;
 const tn = (area: string) => `${area}-T${++seq}`;
 
 async function area(code: string) {
-  const res = await api().put(`/areas/${code}`).send({ vehiclePlate: `沪A-${code}`.slice(0, 16), sorterContact: `sort-${code}@example.com` });
+  const res = await api()
+    .put(`/areas/${code}`)
+    .send({ vehiclePlate: `沪A-${code}`.slice(0, 16), sorterContact: `sort-${code}@example.com` });
   expect(res.status).toBe(200);
   return res.body;
 }
@@ -49,7 +48,12 @@ describe('batching', () => {
   it('25 parcels: two FULL batches of 10 at once, then a TIMEOUT batch of 5 after the max wait', async () => {
     await area('north');
     const posted: { status: number; body: { trackingNo: string; status: string; batchId: string | null } }[] = [];
-    for (let i = 0; i < 25; i++) posted.push(await api().post('/parcels').send({ trackingNo: tn('north'), area: 'north' }));
+    for (let i = 0; i < 25; i++)
+      posted.push(
+        await api()
+          .post('/parcels')
+          .send({ trackingNo: tn('north'), area: 'north' }),
+      );
     expect(posted.every((p) => p.status === 202)).toBe(true);
     // The 10th and 20th parcel completed a batch and come back BATCHED.
     expect(posted[9]!.body.status).toBe('BATCHED');
@@ -66,7 +70,13 @@ describe('batching', () => {
     expect(areaNow.body.firstArrivalAt).not.toBeNull();
 
     expect(await waitFor(async () => (await api().get('/batches?area=north')).body.batches.length === 3, 3_000, 20)).toBe(true);
-    const all = (await api().get('/batches?area=north')).body.batches as { id: string; reason: string; parcels: string[]; vehiclePlate: string; createdAt: string }[];
+    const all = (await api().get('/batches?area=north')).body.batches as {
+      id: string;
+      reason: string;
+      parcels: string[];
+      vehiclePlate: string;
+      createdAt: string;
+    }[];
     const timeout = all[0]!;
     expect(timeout.reason).toBe('TIMEOUT');
     expect(timeout.parcels).toEqual(posted.slice(20).map((p) => p.body.trackingNo));
@@ -82,10 +92,16 @@ describe('batching', () => {
     expect(one.body).toMatchObject({ status: 'BATCHED', area: 'north', batchId: all[2]!.id });
     const batch = await api().get(`/batches/${all[2]!.id}`);
     expect(batch.body).toMatchObject({ id: all[2]!.id, area: 'north', reason: 'FULL' });
-    expect(await waitFor(async () => {
-      const n = await api().get(`/notifications?batchId=${timeout.id}`);
-      return n.body.notifications?.[0]?.status === 'SENT';
-    }, 3_000, 20)).toBe(true);
+    expect(
+      await waitFor(
+        async () => {
+          const n = await api().get(`/notifications?batchId=${timeout.id}`);
+          return n.body.notifications?.[0]?.status === 'SENT';
+        },
+        3_000,
+        20,
+      ),
+    ).toBe(true);
     const note = (await api().get(`/notifications?batchId=${timeout.id}`)).body.notifications[0];
     expect(note).toMatchObject({ kind: 'BATCH_DISPATCHED', recipient: 'sort-north@example.com', payload: { reason: 'TIMEOUT', parcels: 5 } });
     expect((await api().get('/areas/north')).body).toMatchObject({ waiting: 0, firstArrivalAt: null });
@@ -111,7 +127,7 @@ describe('batching', () => {
     const apiOnly = await startTestService(tdb.url, { PARCEL_MAX_WAIT_SECONDS: '1', PARCEL_RECONCILE_GRACE_SECONDS: '0' }, 'api');
     try {
       const http = request(apiOnly.url);
-      const m = apiOnly.modules.find((x) => x.name === 'parcels') as unknown as ReturnType<typeof parcels>;
+      const m = apiOnly.module('parcels') as unknown as ParcelsModule;
       await http.put('/areas/crash').send({ vehiclePlate: 'CR-1', sorterContact: 'crash@example.com' });
       const ts = [tn('crash'), tn('crash'), tn('crash')];
       for (const t of ts) expect((await http.post('/parcels').send({ trackingNo: t, area: 'crash' })).status).toBe(202);
@@ -121,17 +137,15 @@ describe('batching', () => {
       expect(r.batches.flatMap((x) => x.items.map((i) => i.item)).sort()).toEqual([...ts].sort());
       expect((await http.get('/areas/crash')).body.waiting).toBe(3); // PostgreSQL still has them waiting
       expect((await m.batcher.takeDue(0)).batches).toEqual([]); // and Redis no longer does
-      expect(await m.service.reconcile()).toEqual({ batches: 1, parcels: 3 });
-      expect(await m.service.reconcile()).toEqual({ batches: 0, parcels: 0 });
+      expect(await m.reconcile.run()).toEqual({ batches: 1, parcels: 3, regrouped: 0 });
+      expect(await m.reconcile.run()).toEqual({ batches: 0, parcels: 0, regrouped: 0 });
       const batches = (await http.get('/batches?area=crash')).body.batches;
       expect(batches).toHaveLength(1);
       expect(batches[0]).toMatchObject({ reason: 'TIMEOUT', vehiclePlate: 'CR-1' });
       expect(batches[0].parcels.sort()).toEqual([...ts].sort());
       expect((await http.get('/areas/crash')).body.waiting).toBe(0);
     } finally {
-      await apiOnly.stop();
-      await dropPrefix(redis, apiOnly.prefix);
-      await dropPrefix(redis, `${apiOnly.prefix}b`);
+      await stopTestService(apiOnly);
     }
   });
 });
@@ -140,16 +154,48 @@ describe('bad input: 4xx problem+json, nothing written', () => {
   const cases: [string, () => request.Test, number, string][] = [
     ['area code with a colon', () => api().put('/areas/a:b').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
     ['area code with braces', () => api().put('/areas/%7Bx%7D').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
-    ['area code too long', () => api().put(`/areas/${'a'.repeat(33)}`).send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
+    [
+      'area code too long',
+      () =>
+        api()
+          .put(`/areas/${'a'.repeat(33)}`)
+          .send({ vehiclePlate: 'X1', sorterContact: 'abc' }),
+      400,
+      'INVALID_AREA_CODE',
+    ],
     ['area code with a space', () => api().put('/areas/a%20b').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
-    ['plate too long', () => api().put('/areas/ok').send({ vehiclePlate: 'X'.repeat(17), sorterContact: 'abc' }), 400, 'VALIDATION_FAILED'],
+    [
+      'plate too long',
+      () =>
+        api()
+          .put('/areas/ok')
+          .send({ vehiclePlate: 'X'.repeat(17), sorterContact: 'abc' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
     ['no plate', () => api().put('/areas/ok').send({ sorterContact: 'abc' }), 400, 'VALIDATION_FAILED'],
     ['NUL in a contact', () => api().put('/areas/ok').send({ vehiclePlate: 'X1', sorterContact: 'a\u0000bc' }), 400, 'VALIDATION_FAILED'],
     ['unknown area', () => api().post('/parcels').send({ trackingNo: 'T-unknown', area: 'nowhere' }), 422, 'UNKNOWN_AREA'],
     ['bad area in a parcel', () => api().post('/parcels').send({ trackingNo: 'T-bad', area: 'a:b' }), 400, 'VALIDATION_FAILED'],
-    ['tracking number too long', () => api().post('/parcels').send({ trackingNo: 'T'.repeat(65), area: 'north' }), 400, 'VALIDATION_FAILED'],
+    [
+      'tracking number too long',
+      () =>
+        api()
+          .post('/parcels')
+          .send({ trackingNo: 'T'.repeat(65), area: 'north' }),
+      400,
+      'VALIDATION_FAILED',
+    ],
     ['empty tracking number', () => api().post('/parcels').send({ trackingNo: '', area: 'north' }), 400, 'VALIDATION_FAILED'],
-    ['oversized body', () => api().post('/parcels').send({ trackingNo: 'T-big', area: 'north', pad: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE'],
+    [
+      'oversized body',
+      () =>
+        api()
+          .post('/parcels')
+          .send({ trackingNo: 'T-big', area: 'north', pad: 'x'.repeat(70_000) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
     ['unknown field', () => api().post('/parcels').send({ trackingNo: 'T-f', area: 'north', weight: 3 }), 400, 'VALIDATION_FAILED'],
     ['unknown parcel', () => api().get('/parcels/NOPE-1'), 404, 'PARCEL_NOT_FOUND'],
     ['unknown area read', () => api().get('/areas/nowhere'), 404, 'AREA_NOT_FOUND'],

@@ -7,9 +7,9 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
-import { REDIS_URL, dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
+import { REDIS_URL, sleep, waitFor } from '../helpers/redis.js';
 import { type ChildService, startChildService } from '../helpers/child-service.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -41,12 +41,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.stop();
-  await svc?.stop();
-  const r = redisClient('parcels-load-cleanup');
-  await dropPrefix(r, svc.prefix);
-  await dropPrefix(r, `${svc.prefix}b`);
-  r.disconnect();
-  await tdb?.drop();
+  await stopTestService(svc, tdb);
 });
 
 // A whole-machine stall (this VM has shown ~200 ms ones, 3 times in one run
@@ -92,7 +87,10 @@ describe('parcel intake under load', () => {
 
     expect(await waitFor(async () => (await tdb.db.parcel.count({ where: { status: 'WAITING' } })) === 0, MAX_WAIT_MS * 5, 100)).toBe(true);
 
-    const batches = await tdb.db.batch.findMany({ where: { areaCode: { startsWith: `${run}L` } }, include: { parcels: { select: { areaCode: true, createdAt: true } } } });
+    const batches = await tdb.db.batch.findMany({
+      where: { areaCode: { startsWith: `${run}L` } },
+      include: { parcels: { select: { areaCode: true, createdAt: true } } },
+    });
     const problems: string[] = [];
     let total = 0;
     let timeouts = 0;

@@ -3,7 +3,7 @@
 // slot), cron times in a time zone, a schedule change moves the job, and a
 // failed run comes back before the next occurrence.
 import { afterEach, describe, expect, it } from 'vitest';
-import { type PeriodicJob, periodicHandler, startPeriodicKeeper } from '../../src/queue/periodic.js';
+import { type PeriodicJob, periodicHandler, startPeriodicKeeper } from '../../src/queue/periodic/periodic.js';
 import { silentLogger } from '../../src/queue/types.js';
 import { type Harness, harness } from '../helpers/queues.js';
 import { sleep, waitFor } from '../helpers/redis.js';

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
+import { orderBody } from '../helpers/bodies.js';
+import { expireJobId } from '../../src/modules/orders/orders.service.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let srv: PrivateRedis;
@@ -44,18 +46,22 @@ describe('/readyz', () => {
     await srv.restart();
     expect(srv.port).toBe(port);
     let last = 0;
-    const back = await waitFor(async () => {
-      last = (await request(svc.url).get('/readyz')).status;
-      return last === 200;
-    }, 20_000, 200);
+    const back = await waitFor(
+      async () => {
+        last = (await request(svc.url).get('/readyz')).status;
+        return last === 200;
+      },
+      20_000,
+      200,
+    );
     expect(back, `last /readyz status ${last}`).toBe(true);
 
     // Not only the probe: the API schedules into the restarted (empty) Redis again.
     const order = await request(svc.url)
       .post('/orders')
-      .send({ customerId: 'readyz', items: [{ sku: 's', quantity: 1, unitPriceCents: 1 }] });
+      .send(orderBody({ customerId: 'readyz' }));
     expect(order.status).toBe(201);
-    const orders = svc.modules.find((m) => m.name === 'orders')!.queue;
-    expect(await orders.get(`order:${order.body.id}:expire`)).toMatchObject({ state: 'pending' });
+    const orders = svc.module('orders').queue;
+    expect(await orders.get(expireJobId(order.body.id))).toMatchObject({ state: 'pending' });
   });
 });

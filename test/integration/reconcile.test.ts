@@ -8,6 +8,9 @@ import { Redis } from 'ioredis';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
+import { orderBody } from '../helpers/bodies.js';
+import { expireJobId } from '../../src/modules/orders/orders.service.js';
+import { remindJobId } from '../../src/modules/appointments/appointments.service.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
@@ -24,11 +27,7 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const order = (timeout: number) => ({
-  customerId: 'rc',
-  items: [{ sku: 'S', quantity: 1, unitPriceCents: 1 }],
-  paymentTimeoutSeconds: timeout,
-});
+const order = (timeout: number) => orderBody({ customerId: 'rc', paymentTimeoutSeconds: timeout });
 
 describe('reconciliation after Redis lost its data', () => {
   it('cancels overdue orders and re-creates missing expiry jobs', async () => {
@@ -47,11 +46,7 @@ describe('reconciliation after Redis lost its data', () => {
     // Only now do workers start: nothing in Redis tells them about these orders.
     services.push(await startTestService(tdb.url, { ...env, QUEUE_PREFIX: api.prefix }, 'worker'));
     const soonIds = soon.map((r) => r.body.id as string);
-    const done = await waitFor(
-      async () => (await tdb.db.order.count({ where: { id: { in: soonIds }, status: 'CANCELLED' } })) === soonIds.length,
-      15_000,
-      100,
-    );
+    const done = await waitFor(async () => (await tdb.db.order.count({ where: { id: { in: soonIds }, status: 'CANCELLED' } })) === soonIds.length, 15_000, 100);
     expect(done).toBe(true);
     const rows = await tdb.db.order.findMany({ where: { id: { in: soonIds } } });
     for (const o of rows) expect(o.cancelReason).toBe('PAYMENT_TIMEOUT');
@@ -60,10 +55,10 @@ describe('reconciliation after Redis lost its data', () => {
     for (const n of notes) expect(n._count).toBe(1);
 
     // The not-yet-due orders are still unpaid and have their expiry jobs back.
-    const queue = api.modules[0]!.queue;
+    const queue = api.module('orders').queue;
     for (const r of later) {
       expect((await http.get(`/orders/${r.body.id}`)).body.status).toBe('UNPAID');
-      const job = await queue.get(`order:${r.body.id}:expire`);
+      const job = await queue.get(expireJobId(r.body.id));
       expect(job).toMatchObject({ state: 'pending', dueAt: Date.parse(r.body.expiresAt) });
     }
     // And the periodic pass itself was re-created in the flushed Redis.
@@ -110,12 +105,11 @@ describe('reconciliation after Redis lost its data', () => {
       100,
     );
     expect(sent).toBe(true);
-    const apptQueue = api.modules.find((m) => m.name === 'appointments')!.queue;
+    const apptQueue = api.module('appointments').queue;
     for (const r of future) {
-      expect(await apptQueue.get(`appointment:${r.body.id}:remind`)).toMatchObject({ state: 'pending', dueAt: Date.parse(r.body.remindAt) });
+      expect(await apptQueue.get(remindJobId(r.body.id))).toMatchObject({ state: 'pending', dueAt: Date.parse(r.body.remindAt) });
     }
     expect(await waitFor(async () => (await tdb.db.notification.findUnique({ where: { id: stranded.id } }))?.status === 'SENT', 15_000, 100)).toBe(true);
     admin.disconnect();
   });
 });
-

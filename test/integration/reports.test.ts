@@ -6,6 +6,7 @@ import { createLogger } from '../../src/core/logger.js';
 import { createReportsModule, dayBefore } from '../../src/modules/reports/reports.module.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, waitFor } from '../helpers/redis.js';
+import { orderBody } from '../helpers/bodies.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'reports-admin-token-0123456789';
@@ -39,7 +40,15 @@ describe('daily report', () => {
     const m = createReportsModule({
       db: tdb.db,
       redis,
-      config: { QUEUE_PREFIX: 'tz', QUEUE_SHARDS: 1, QUEUE_MAX_PAYLOAD_BYTES: 1_024, DAILY_REPORT_CRON: '0 2 * * *', DAILY_REPORT_TIMEZONE: 'Mars/Olympus' },
+      config: {
+        QUEUE_PREFIX: 'tz',
+        QUEUE_SHARDS: 1,
+        QUEUE_MAX_PAYLOAD_BYTES: 1_024,
+        QUEUE_DEAD_RETENTION_DAYS: 7,
+        QUEUE_DEAD_MAX_PER_SHARD: 100_000,
+        DAILY_REPORT_CRON: '0 2 * * *',
+        DAILY_REPORT_TIMEZONE: 'Mars/Olympus',
+      },
       log: createLogger('silent'),
     });
     await expect(m.background![0]!.start()).rejects.toThrow(/DAILY_REPORT_TIMEZONE: PostgreSQL does not know the time zone "Mars\/Olympus"/);
@@ -60,7 +69,7 @@ describe('daily report', () => {
 
   it('counts one local day of orders, reminders and parcels', async () => {
     const http = request(svc.url);
-    const body = { customerId: 'c', items: [{ sku: 's', quantity: 2, unitPriceCents: 150 }] };
+    const body = orderBody({ items: [{ sku: 's', quantity: 2, unitPriceCents: 150 }] });
     const paid = (await http.post('/orders').send(body)).body.id;
     expect((await http.post(`/orders/${paid}/pay`).send({})).status).toBe(200);
     const cancelled = (await http.post('/orders').send(body)).body.id;
@@ -70,7 +79,7 @@ describe('daily report', () => {
     for (let i = 0; i < 3; i++) await http.post('/parcels').send({ trackingNo: `rp-${i}`, area: 'R1' });
 
     const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai' }).format(Date.now());
-    const reports = svc.modules.find((m) => m.name === 'reports') as unknown as ReportsModule;
+    const reports = svc.module('reports') as unknown as ReportsModule;
     const r = await reports.generate(today, 'Asia/Shanghai');
     expect(r.day).toBe(today);
     expect(r.figures.orders).toMatchObject({ created: 3, paid: 1, paidCents: 300, cancelledCustomer: 1, cancelledTimeout: 0 });

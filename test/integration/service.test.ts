@@ -9,9 +9,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { createLogger } from '../../src/core/logger.js';
 import { createRedis } from '../../src/core/redis.js';
-import { checkEvictionPolicy } from '../../src/queue/eviction-check.js';
-import { QueueLayoutError, checkQueueLayout } from '../../src/queue/layout-check.js';
-import { type Queue, createQueue } from '../../src/queue/queue.js';
+import { checkEvictionPolicy } from '../../src/queue/checks/eviction-check.js';
+import { QueueLayoutError, checkQueueLayout } from '../../src/queue/checks/layout-check.js';
+import { type Queue, createQueue } from '../../src/queue/producer/queue.js';
 import type { QueueLogger } from '../../src/queue/types.js';
 import { createTestDb } from '../helpers/db.js';
 import { REDIS_URL, dropQueue, uniqueQueueName, waitFor } from '../helpers/redis.js';
@@ -157,4 +157,3 @@ describe('stats subcommand', () => {
     for (const q of ['orders', 'appointments', 'notifications', 'parcels']) expect(out).toMatch(new RegExp(`\\n${q}\\s+all\\s+0\\s+0\\s+0\\s+0`));
   });
 });
-

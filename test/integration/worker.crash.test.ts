@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runAck, runExtend, runNack } from '../../src/queue/scripts.js';
+import { runAck, runExtend, runNack } from '../../src/queue/scripts/scripts.js';
 import { gate, type Harness, harness } from '../helpers/queues.js';
 import { waitFor } from '../helpers/redis.js';
 

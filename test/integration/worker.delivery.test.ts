@@ -39,19 +39,21 @@ describe('delivery', () => {
     const n = 20_000;
     const now = Date.now();
     for (let i = 0; i < n; i += 2_000) {
-      await h.queue.scheduleMany(
-        Array.from({ length: 2_000 }, (_, j) => ({ id: `job-${i + j}`, type: 't', at: now - 1_000 + ((i + j) % 500) })),
-      );
+      await h.queue.scheduleMany(Array.from({ length: 2_000 }, (_, j) => ({ id: `job-${i + j}`, type: 't', at: now - 1_000 + ((i + j) % 500) })));
     }
     const counts = new Map<string, number>();
     const handler = async (job: { id: string }) => {
       counts.set(job.id, (counts.get(job.id) ?? 0) + 1);
     };
     for (let w = 0; w < 8; w++) await h.startWorker({ t: handler }, { concurrency: 50 });
-    const done = await waitFor(async () => {
-      const s = await h.queue.stats();
-      return s.pending === 0 && s.inFlight === 0;
-    }, 45_000, 50);
+    const done = await waitFor(
+      async () => {
+        const s = await h.queue.stats();
+        return s.pending === 0 && s.inFlight === 0;
+      },
+      45_000,
+      50,
+    );
     expect(done).toBe(true);
     expect(counts.size).toBe(n);
     const dupes = [...counts].filter(([, c]) => c !== 1);

@@ -86,10 +86,7 @@ describe('adaptive prefetch', () => {
   it('hands back the buffered jobs beyond its budget once handlers slow down', async () => {
     h = harness('stall', { t: {} });
     let slow = false;
-    const { worker } = await h.startWorker(
-      { t: async () => (slow ? new Promise<void>((r) => setTimeout(r, 500)) : undefined) },
-      { concurrency: 5 },
-    );
+    const { worker } = await h.startWorker({ t: async () => (slow ? new Promise<void>((r) => setTimeout(r, 500)) : undefined) }, { concurrency: 5 });
     // A backlog of fast jobs raises the budget (it follows the completion rate)...
     const now = Date.now();
     await h.queue.scheduleMany(Array.from({ length: 20_000 }, (_, i) => ({ id: `fast-${i}`, type: 't', at: now - 1_000 })));

@@ -1,11 +1,11 @@
 // The batcher's scripts against the real Redis: full batches taken exactly
 // once, oldest first, first arrival kept right, overdue groups taken by the
 // Redis clock, removal and restore.
-import type { RedisClient } from '../../src/core/redis.js';
+import { type RedisClient, whenReady } from '../../src/core/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBatcher } from '../../src/queue/batcher.js';
+import { createBatcher } from '../../src/queue/batcher/batcher.js';
 import { QueueInputError } from '../../src/queue/errors.js';
-import { dropQueue, redisClient, sleep, uniqueQueueName } from '../helpers/redis.js';
+import { dropQueue, redisClient, sleep, uniqueQueueName, waitFor } from '../helpers/redis.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -26,11 +26,11 @@ function batcher(size: number, maxWaitMs = 60_000) {
 describe('batch-add', () => {
   it('takes exactly one batch, oldest first, when the group fills up', async () => {
     const b = batcher(3);
-    expect((await b.add('A', 'p1')).taken).toEqual([]);
+    expect((await b.add('A', 'p1')).batches).toEqual([]);
     await sleep(2);
-    expect((await b.add('A', 'p2')).taken).toEqual([]);
+    expect((await b.add('A', 'p2')).batches).toEqual([]);
     const third = await b.add('A', 'p3');
-    expect(third.taken.map((t) => t.item)).toEqual(['p1', 'p2', 'p3']);
+    expect(third.batches.map((batch) => batch.map((t) => t.item))).toEqual([['p1', 'p2', 'p3']]);
     expect(third.waiting).toBe(0);
     expect(await b.waiting('A')).toEqual({ count: 0, firstArrival: null });
     expect(await redis.zcard(b.keys[0]!.groups)).toBe(0);
@@ -42,24 +42,48 @@ describe('batch-add', () => {
     const before = await b.waiting('A');
     await sleep(2);
     const again = await b.add('A', 'p1');
-    expect(again).toMatchObject({ added: false, waiting: 1, taken: [] });
+    expect(again).toMatchObject({ added: false, waiting: 1, batches: [] });
     expect(await b.waiting('A')).toEqual(before);
   });
 
-  it('keeps the right first arrival for what stays when more than a batch waits', async () => {
+  it('takes every full batch and keeps the right first arrival for what stays when more than a batch waits', async () => {
     const big = batcher(10);
     for (let i = 0; i < 5; i++) {
       await big.add('A', `p${i}`);
       await sleep(2);
     }
-    // The same keys with a smaller batch size (a configuration change): one add takes 3, two stay.
-    const small = createBatcher(redis, { name: big.name, batchSize: 3, maxWaitMs: 60_000 });
+    // The same keys with a smaller batch size (a configuration change): six wait, one add takes 4, two stay.
+    const small = createBatcher(redis, { name: big.name, batchSize: 4, maxWaitMs: 60_000 });
     const r = await small.add('A', 'p5');
-    expect(r.taken.map((t) => t.item)).toEqual(['p0', 'p1', 'p2']);
+    expect(r.batches.map((batch) => batch.map((t) => t.item))).toEqual([['p0', 'p1', 'p2', 'p3']]);
     const arrivals = await redis.zrange(`${big.keys[0]!.itemsPrefix}A`, 0, -1, 'WITHSCORES');
-    expect(arrivals[0]).toBe('p3');
-    expect(r.waiting).toBe(3);
+    expect(arrivals[0]).toBe('p4');
+    expect(r.waiting).toBe(2);
     expect((await small.waiting('A')).firstArrival).toBe(Number(arrivals[1]));
+    // With size 1 every waiting item is a full batch of its own: all taken at once.
+    const one = createBatcher(redis, { name: big.name, batchSize: 1, maxWaitMs: 60_000 });
+    const all = await one.add('A', 'p6');
+    expect(all.batches.map((batch) => batch.map((t) => t.item))).toEqual([['p4'], ['p5'], ['p6']]);
+    expect(await one.waiting('A')).toEqual({ count: 0, firstArrival: null });
+  });
+
+  it('moves the first arrival earlier for an item older than every waiting one, and announces it', async () => {
+    const b = batcher(5);
+    const sub = redis.duplicate();
+    await whenReady(sub, 5_000);
+    const heard: string[] = [];
+    await sub.subscribe(b.keys[0]!.wake);
+    sub.on('message', (_c, m) => heard.push(m));
+    try {
+      await b.add('A', 'young', 2_000_000);
+      await b.add('A', 'old', 1_000_000); // a repeated intake of a parcel Redis had lost
+      await b.add('A', 'middle', 1_500_000);
+      expect((await b.waiting('A')).firstArrival).toBe(1_000_000);
+      expect(await waitFor(() => heard.length >= 2, 2_000)).toBe(true);
+      expect(heard).toEqual(['2000000', '1000000']);
+    } finally {
+      sub.disconnect();
+    }
   });
 
   it('takes the arrival time the caller recorded', async () => {
@@ -112,7 +136,41 @@ describe('batch-take-due', () => {
     const [x1, , x3] = (await redis.zrange(`${b.keys[0]!.itemsPrefix}A`, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
     expect(await b.remove('A', ['x1', 'x2', 'nope'])).toBe(2);
     expect(await b.waiting('A')).toEqual({ count: 1, firstArrival: x3 });
-    await b.restore('A', [{ item: 'x1', arrivedAt: x1! }]);
+    expect(await b.restore('A', [{ item: 'x1', arrivedAt: x1! }])).toEqual({ batches: [] });
     expect(await b.waiting('A')).toEqual({ count: 2, firstArrival: x1 });
+  });
+
+  it('takes the full batches a restore completes when asked, oldest first, and announces what then waits first', async () => {
+    const b = batcher(3, 60_000);
+    const sub = redis.duplicate();
+    await whenReady(sub, 5_000);
+    const heard: string[] = [];
+    await sub.subscribe(b.keys[0]!.wake);
+    sub.on('message', (_c, m) => heard.push(m));
+    try {
+      await b.add('A', 'new1', 5_000);
+      await b.add('A', 'new2', 6_000);
+      // Parcels a commit left over come back: the group holds four, one full batch.
+      const r = await b.restore(
+        'A',
+        [
+          { item: 'old1', arrivedAt: 1_000 },
+          { item: 'old2', arrivedAt: 2_000 },
+        ],
+        { takeFull: true },
+      );
+      expect(r.batches.map((batch) => batch.map((t) => t.item))).toEqual([['old1', 'old2', 'new1']]);
+      expect(await b.waiting('A')).toEqual({ count: 1, firstArrival: 6_000 });
+      // Without takeFull a restore never takes.
+      const kept = await b.restore('A', [
+        { item: 'old1', arrivedAt: 1_000 },
+        { item: 'old2', arrivedAt: 2_000 },
+      ]);
+      expect(kept.batches).toEqual([]);
+      expect(await b.waiting('A')).toEqual({ count: 3, firstArrival: 1_000 });
+      expect(await waitFor(() => heard.includes('6000') && heard.includes('1000'), 2_000)).toBe(true);
+    } finally {
+      sub.disconnect();
+    }
   });
 });

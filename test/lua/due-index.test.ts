@@ -5,8 +5,8 @@
 // out due jobs earliest first. Buckets stay small listpacks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../src/core/redis.js';
-import { createQueue, type Queue, type ScheduleInput } from '../../src/queue/queue.js';
-import { runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts.js';
+import { createQueue, type Queue, type ScheduleInput } from '../../src/queue/producer/queue.js';
+import { runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
 import { BUCKET_MAX, dueBuckets, dueIndexProblems, pendingJobs } from '../helpers/due-index.js';
 import { dropQueue, redisClient, redisNowMs, uniqueQueueName } from '../helpers/redis.js';
 
@@ -79,7 +79,7 @@ describe('due index', () => {
           const id = jobs[i]!.id;
           const exists = m.pending.has(id) || m.inflight.has(id) || m.dead.has(id);
           const expected =
-            mode === 'nx' ? (exists ? 'exists' : 'created')
+            mode === 'nx' ? (m.dead.has(id) ? 'dead' : exists ? 'exists' : 'created')
             : mode === 'xx' ? (m.pending.has(id) || m.inflight.has(id) ? 'updated' : 'not_found')
             : mode === 'pending' ? (m.pending.has(id) ? 'updated' : 'not_found')
             : exists ? 'updated' : 'created';

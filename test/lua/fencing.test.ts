@@ -2,8 +2,8 @@
 // later one, even when the same job id was cancelled and scheduled again.
 import type { RedisClient } from '../../src/core/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQueue } from '../../src/queue/queue.js';
-import { runAck, runClaim, runExtend, runNack, runRelease } from '../../src/queue/scripts.js';
+import { createQueue } from '../../src/queue/producer/queue.js';
+import { runAck, runClaim, runExtend, runNack, runRelease } from '../../src/queue/scripts/scripts.js';
 import { dropQueue, redisClient, uniqueQueueName } from '../helpers/redis.js';
 
 let redis: RedisClient;

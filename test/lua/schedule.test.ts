@@ -2,8 +2,8 @@
 import type { RedisClient } from '../../src/core/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueInputError } from '../../src/queue/errors.js';
-import { createQueue } from '../../src/queue/queue.js';
-import { runClaim } from '../../src/queue/scripts.js';
+import { createQueue } from '../../src/queue/producer/queue.js';
+import { runClaim } from '../../src/queue/scripts/scripts.js';
 import { pendingJobs } from '../helpers/due-index.js';
 import { dropQueue, redisClient, redisNowMs, uniqueQueueName } from '../helpers/redis.js';
 

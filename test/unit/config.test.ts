@@ -45,4 +45,26 @@ describe('config', () => {
       { host: 'redis-b.internal', port: 7001 },
     ]);
   });
+
+  it('parses sentinels and refuses them beside cluster nodes', () => {
+    expect(loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379,s2:26380', REDIS_SENTINEL_NAME: 'orders-master' })).toMatchObject({
+      REDIS_SENTINELS: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: 's2', port: 26380 },
+      ],
+      REDIS_SENTINEL_NAME: 'orders-master',
+    });
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379', REDIS_CLUSTER_NODES: 'c1:7000' })).toThrow(
+      /REDIS_SENTINELS: give REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both/,
+    );
+  });
+
+  // A webhook call longer than half a lease could let the lease run out mid-call
+  // and another worker send the same notification again (review 2026-11-23, F10).
+  it('refuses a webhook timeout of more than half the worker lease', () => {
+    expect(() => loadConfig({ WORKER_LEASE_MS: '1500', NOTIFY_TIMEOUT_MS: '2000' })).toThrow(
+      /NOTIFY_TIMEOUT_MS: must be at most half of WORKER_LEASE_MS \(1500\)/,
+    );
+    expect(loadConfig({ WORKER_LEASE_MS: '1500', NOTIFY_TIMEOUT_MS: '750' }).NOTIFY_TIMEOUT_MS).toBe(750);
+  });
 });

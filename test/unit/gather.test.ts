@@ -47,6 +47,9 @@ describe('gatherer', () => {
       if (i === 2) throw new Error('no');
       return i;
     });
-    expect(r).toEqual([{ ok: true, value: 1 }, { ok: false, error: new Error('no') }]);
+    expect(r).toEqual([
+      { ok: true, value: 1 },
+      { ok: false, error: new Error('no') },
+    ]);
   });
 });

@@ -26,7 +26,7 @@ describe('job record', () => {
   it('parses a record whose payload holds commas and newlines', () => {
     const r = parseRecord('7,2,1764000000123,,order.expire,{"a":[1,2],"b":"x\ny"}');
     expect(r).toEqual({
-      gen: 7,
+      token: 7,
       attempts: 2,
       due: 1764000000123,
       maxAttempts: undefined,

@@ -2,7 +2,7 @@
 // stands for, time zones, and refusal of bad patterns.
 import { describe, expect, it } from 'vitest';
 import { QueueInputError } from '../../src/queue/errors.js';
-import { checkSchedule, describeSchedule, nextAfterRun, nextOccurrence, occurrenceOf } from '../../src/queue/periodic.js';
+import { checkSchedule, describeSchedule, nextAfterRun, nextOccurrence, occurrenceOf } from '../../src/queue/periodic/periodic.js';
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createServerClock } from '../../src/queue/server-clock.js';
+import { createServerClock } from '../../src/queue/wake/server-clock.js';
 
 describe('server clock estimate', () => {
   it('follows the fastest round trip, not a slow one', () => {

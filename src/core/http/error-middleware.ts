@@ -4,6 +4,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
 import { isDatabaseUnavailable } from '../db-errors.js';
+import { isRedisUnavailable } from '../redis-call.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sendProblem } from './problem.js';
@@ -41,6 +42,11 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
       log.warn({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'database unavailable');
       res.set('Retry-After', '2');
       return sendProblem(res, { status: 503, code: 'DATABASE_UNAVAILABLE', title: 'The database is not answering; retry shortly' });
+    }
+    if (isRedisUnavailable(err)) {
+      log.warn({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'redis unavailable');
+      res.set('Retry-After', '2');
+      return sendProblem(res, { status: 503, code: 'REDIS_UNAVAILABLE', title: 'The queue store (Redis) is not answering; retry shortly' });
     }
     log.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'unhandled error');
     sendProblem(res, { status: 500, code: 'INTERNAL', title: 'Internal error' });

@@ -48,7 +48,8 @@ export function openApiDocument(info: OpenApiInfo, tables: readonly RouteTable[]
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          description: 'Makes a create safe to retry: the same key and body answer the same resource; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED.',
+          description:
+            'Makes a create safe to retry: the same key and body answer the same resource; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED.',
           schema: jsonSchemaOf(idempotencyKeySchema, 'input'),
         },
       },
@@ -153,7 +154,11 @@ function problemSchema(): JsonSchema {
       status: { type: 'integer' },
       code: { type: 'string' },
       detail: { type: 'string' },
-      errors: { type: 'array', description: 'VALIDATION_FAILED: the failing fields', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+      errors: {
+        type: 'array',
+        description: 'VALIDATION_FAILED: the failing fields',
+        items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } },
+      },
     },
   };
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Db } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { withTimeout } from '../timeout.js';
+import { withTimeout } from '../../queue/index.js';
 import { sendProblem } from './problem.js';
 import { type Route, type RouteTable, route } from './route.js';
 

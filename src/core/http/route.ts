@@ -86,6 +86,7 @@ export const HTTP_ERRORS = {
   UNSUPPORTED_ENCODING: { status: 415, code: 'UNSUPPORTED_ENCODING' },
   INTERNAL: { status: 500, code: 'INTERNAL' },
   DATABASE_UNAVAILABLE: { status: 503, code: 'DATABASE_UNAVAILABLE' },
+  REDIS_UNAVAILABLE: { status: 503, code: 'REDIS_UNAVAILABLE' },
 } as const satisfies Record<string, ErrorCase>;
 
 /** A path parameter naming one of a fixed set of static files; any other name is a 404 NOT_FOUND. */
@@ -93,11 +94,9 @@ export function fileParam<const T extends readonly [string, ...string[]]>(names:
   return { schema: z.enum(names), status: 404, code: 'NOT_FOUND', message: (v: string) => `no file ${v}` } satisfies PathParam;
 }
 
-export function route<
-  P extends ParamMap = Record<never, PathParam>,
-  Q extends z.ZodType | undefined = undefined,
-  B extends z.ZodType | undefined = undefined,
->(spec: RouteSpec<P, Q, B>): Route {
+export function route<P extends ParamMap = Record<never, PathParam>, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
+  spec: RouteSpec<P, Q, B>,
+): Route {
   const { handle, ...doc } = spec;
   const handler: RequestHandler = async (req, res) => {
     // Order matters for which error a request with several faults gets; it is the order the routes always had.

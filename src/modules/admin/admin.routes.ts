@@ -3,11 +3,9 @@
 // the last minutes and the latest parcel batches.
 import { z } from 'zod';
 import { AppError } from '../../core/errors.js';
-import { type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
-import { QueueInputError } from '../../queue/errors.js';
-import { LATENESS_BUCKETS_MS } from '../../queue/lateness-recorder.js';
-import type { LatenessReader } from '../../queue/lateness-reader.js';
-import type { JobInfo, Queue } from '../../queue/queue.js';
+import { redisCall } from '../../core/redis-call.js';
+import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
+import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
 import {
   JOB_ID_MESSAGE,
   type JobJson,
@@ -71,7 +69,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       summary: 'Every queue with its shards: pending, due now, in flight, dead, next due time, oldest due lag',
       responses: ok('the queues', queuesJsonSchema),
       handle: async (_input, res) => {
-        const all = await Promise.all(deps.queues.map((q) => q.overview()));
+        const all = await guard(() => Promise.all(deps.queues.map((q) => q.overview())));
         res.json({ queues: all });
       },
     }),
@@ -135,7 +133,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       params: { name },
       responses: ok('how many were redriven', z.object({ redriven: z.int().min(0) })),
       handle: async ({ query, params }, res) => {
-        res.json({ redriven: await queueOf(params.name).redriveAll(query.max) });
+        res.json({ redriven: await guard(() => queueOf(params.name).redriveAll(query.max)) });
       },
     }),
     route({
@@ -172,7 +170,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       handle: async ({ query }, res) => {
         const to = Date.now();
         const from = to - query.minutes * 60_000;
-        const queues = await deps.lateness.read(names, from, to);
+        const queues = await guard(() => deps.lateness.read(names, from, to));
         res.json({ from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucketsMs: LATENESS_BUCKETS_MS, queues });
       },
     }),
@@ -213,15 +211,20 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
   return {
     tag: 'admin',
     description: 'The operators’ API. Needs `Authorization: Bearer <ADMIN_TOKEN>`; absent when ADMIN_TOKEN is unset.',
+    errors: [HTTP_ERRORS.REDIS_UNAVAILABLE],
     routes,
     bearer: { prefix: '/admin', token: deps.token },
   };
 }
 
-/** The engine checks job ids and cursors too: its refusal is the client's mistake, a 400. */
+/**
+ * A Redis read or change of the admin API: bounded in time (a hung Redis is a
+ * 503 REDIS_UNAVAILABLE within a second, not a hung request), and the engine's
+ * refusal of a job id or cursor is the client's mistake, a 400.
+ */
 async function guard<T>(f: () => Promise<T>): Promise<T> {
   try {
-    return await f();
+    return await redisCall(f(), 'admin queue call');
   } catch (err) {
     if (err instanceof QueueInputError) throw new AppError(err.code, 400, err.message);
     throw err;

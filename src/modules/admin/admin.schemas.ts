@@ -65,9 +65,7 @@ export const latenessJsonSchema = z.object({
     z.object({
       queue: z.string(),
       /** Seconds in which jobs started, oldest first; `t` is the second's start (ms since epoch). */
-      points: z.array(
-        z.object({ t: z.int(), count: count, meanMs: z.number(), maxMs: z.number(), p50Ms: z.number(), p95Ms: z.number(), p99Ms: z.number() }),
-      ),
+      points: z.array(z.object({ t: z.int(), count: count, meanMs: z.number(), maxMs: z.number(), p50Ms: z.number(), p95Ms: z.number(), p99Ms: z.number() })),
     }),
   ),
 });

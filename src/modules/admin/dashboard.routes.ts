@@ -25,10 +25,7 @@ export function dashboardRoutes(): RouteTable {
         responses: { 200: { description: 'an HTML page', contentType: 'text/html' } },
         handle: (_input, res) => {
           // The tab holds the admin token: no script but ours, and no framing (the buttons redrive and delete).
-          res
-            .type('html')
-            .set({ 'Cache-Control': 'no-cache', 'Content-Security-Policy': CSP, 'Referrer-Policy': 'no-referrer' })
-            .send(page);
+          res.type('html').set({ 'Cache-Control': 'no-cache', 'Content-Security-Policy': CSP, 'Referrer-Policy': 'no-referrer' }).send(page);
         },
       }),
       route({

@@ -2,6 +2,7 @@
 // the database clock; the reminder is written only by the statement that checks
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
+import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
 
 export type AppointmentRow = {
   id: string;
@@ -22,8 +23,11 @@ const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS chan
   created_at AS "createdAt", updated_at AS "updatedAt", cancelled_at AS "cancelledAt"`;
 
 /**
- * Marks CANCELLED the undelivered reminders of appointment $1 for any slot it
- * no longer holds (every slot once cancelled), with reason $2. Run as its own
+ * Withdraws the undelivered reminders of appointment $1 for any slot it no
+ * longer holds (every slot once cancelled), with reason $2: PENDING or FAILED
+ * ones become CANCELLED; one being sent right now (SENDING) cannot be called
+ * back, so it is marked withdrawn and its delivery ends it CANCELLED if the
+ * call fails, SENT if the receiver took it (the record stays true). Run as its own
  * statement after the change, in the change's transaction: in READ COMMITTED a
  * statement sees only what committed before it started, and a reminder writer
  * holding the row lock when the change started commits while the change waits
@@ -31,11 +35,14 @@ const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS chan
  * leave it to be delivered for a slot given up; this later statement sees it
  * (and writers coming after the change wait for the lock, then find the slot gone).
  */
-const WITHDRAW_REMINDERS = `UPDATE notifications n SET status = 'CANCELLED', last_error = $2
+const WITHDRAW_REMINDERS = `UPDATE notifications n
+      SET status = (CASE WHEN n.status = 'SENDING' THEN 'SENDING' ELSE 'CANCELLED' END)::"NotificationStatus",
+          last_error = CASE WHEN n.status = 'SENDING' THEN n.last_error ELSE $2 END,
+          withdrawn_at = now()
      FROM appointments a
-    WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER' AND n.status IN ('PENDING', 'FAILED')
-      AND (a.status = 'CANCELLED'
-           OR n.dedupe_key <> 'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint)`;
+    WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER'
+      AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
+      AND (a.status = 'CANCELLED' OR n.dedupe_key <> ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')})`;
 
 export type NewAppointment = {
   id: string;
@@ -48,8 +55,17 @@ export type NewAppointment = {
   requestHash: string | null;
 };
 
-/** Dedupe key of the reminder for one slot: at most one per (appointment, startsAt). */
-export const reminderKey = (appointmentId: string, startsAtMs: number) => `appointment-reminder:${appointmentId}:${startsAtMs}`;
+/** The reminder of the slot `a` holds (a row locked by the writing statement). */
+const REMINDER = outboxInsertSql({
+  kind: 'APPOINTMENT_REMINDER',
+  from: 'a',
+  dedupeKey: '$3',
+  subject: { column: 'appointment_id', value: 'a.id' },
+  channel: 'a.channel',
+  recipient: 'a.contact',
+  payload: `jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
+                               'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+});
 
 export function createAppointmentsRepository(db: Db) {
   const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
@@ -63,7 +79,14 @@ export function createAppointmentsRepository(db: Db) {
            VALUES ($1::uuid, $2, $3, $4::"Channel", $5::timestamptz, $6::int,
                    GREATEST($5::timestamptz - make_interval(secs => $6::int), now()), now(), now(), $7, $8)
            RETURNING ${COLUMNS}`,
-          a.id, a.customerId, a.contact, a.channel, a.startsAt, a.remindBeforeSeconds, a.idempotencyKey, a.requestHash,
+          a.id,
+          a.customerId,
+          a.contact,
+          a.channel,
+          a.startsAt,
+          a.remindBeforeSeconds,
+          a.idempotencyKey,
+          a.requestHash,
         ),
       );
     },
@@ -99,7 +122,9 @@ export function createAppointmentsRepository(db: Db) {
                   updated_at = now()
             WHERE id = $1::uuid AND status = 'BOOKED'
            RETURNING ${COLUMNS}`,
-          id, startsAt, lead,
+          id,
+          startsAt,
+          lead,
         ),
         db.$executeRawUnsafe(WITHDRAW_REMINDERS, id, 'appointment moved before the reminder was delivered'),
       ]);
@@ -126,6 +151,12 @@ export function createAppointmentsRepository(db: Db) {
      * and only once per slot. Locks the row so a concurrent reschedule either
      * commits first (no reminder for the old slot) or waits for this one (and
      * then withdraws it if it is not delivered yet).
+     *
+     * A slot held again after it was given up (moved away and back) gets its
+     * withdrawn reminder back: a CANCELLED one is PENDING again, from its first
+     * attempt; one still being sent loses its withdrawal. A slot's reminder
+     * that was SENT (or is PENDING) stays as it is: one per slot. Returns the
+     * id of a reminder written or taken back, null when none was.
      */
     async writeReminder(id: string, startsAtMs: number): Promise<string | null> {
       const rows = await db.$queryRawUnsafe<{ id: string }[]>(
@@ -136,29 +167,41 @@ export function createAppointmentsRepository(db: Db) {
               AND remind_at <= now()
             FOR UPDATE
          )
-         INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload)
-         SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER', $3, a.id, a.channel, a.contact,
-                jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
-                                   'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-           FROM a
-         ON CONFLICT (dedupe_key) DO NOTHING
+         ${REMINDER}
+         ON CONFLICT (dedupe_key) DO UPDATE
+            SET status = (CASE WHEN notifications.status = 'CANCELLED' THEN 'PENDING' ELSE notifications.status END)::"NotificationStatus",
+                attempts = CASE WHEN notifications.status = 'CANCELLED' THEN 0 ELSE notifications.attempts END,
+                last_error = CASE WHEN notifications.status = 'CANCELLED' THEN NULL ELSE notifications.last_error END,
+                withdrawn_at = NULL
+          WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
          RETURNING id`,
-        id, startsAtMs, reminderKey(id, startsAtMs),
+        id,
+        startsAtMs,
+        dedupeKey.appointmentReminder(id, startsAtMs),
       );
       return rows[0]?.id ?? null;
     },
 
-    /** The reminder row of one slot, if written. */
-    async findReminder(id: string, startsAtMs: number): Promise<{ id: string; status: string } | null> {
-      const rows = await db.$queryRawUnsafe<{ id: string; status: string }[]>(
-        `SELECT id, status::text AS status FROM notifications WHERE dedupe_key = $1`,
-        reminderKey(id, startsAtMs),
+    /** How long until the appointment's remind time by the database clock (ms, 0 when passed); null when it does not exist. */
+    async msToRemind(id: string): Promise<number | null> {
+      const rows = await db.$queryRawUnsafe<{ ms: number }[]>(
+        `SELECT GREATEST(0, ceil(extract(epoch FROM remind_at - now()) * 1000))::int AS ms FROM appointments WHERE id = $1::uuid`,
+        id,
+      );
+      return rows[0]?.ms ?? null;
+    },
+
+    /** The reminder row of one slot, if written; `live` unless it was withdrawn (CANCELLED, or withdrawn while being sent). */
+    async findReminder(id: string, startsAtMs: number): Promise<{ id: string; status: NotificationStatus; live: boolean } | null> {
+      const rows = await db.$queryRawUnsafe<{ id: string; status: NotificationStatus; live: boolean }[]>(
+        `SELECT id, status::text AS status, status <> 'CANCELLED' AND withdrawn_at IS NULL AS live FROM notifications WHERE dedupe_key = $1`,
+        dedupeKey.appointmentReminder(id, startsAtMs),
       );
       return rows[0] ?? null;
     },
 
     /**
-     * BOOKED appointments without a reminder for their current slot whose remind
+     * BOOKED appointments without a live reminder (one not withdrawn) for their current slot whose remind
      * time passed more than `graceSeconds` ago (overdue) or comes within
      * `horizonMs`, in remind order after a keyset cursor.
      */
@@ -173,10 +216,15 @@ export function createAppointmentsRepository(db: Db) {
             AND ($3::timestamptz IS NULL OR (a.remind_at, a.id) > ($3::timestamptz, $4::uuid))
             AND NOT EXISTS (
               SELECT 1 FROM notifications n
-               WHERE n.dedupe_key = 'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint)
+               WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')}
+                 AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)
           ORDER BY a.remind_at, a.id
           LIMIT $5`,
-        graceSeconds, horizonMs, after?.remindAt ?? null, after?.id ?? null, limit,
+        graceSeconds,
+        horizonMs,
+        after?.remindAt ?? null,
+        after?.id ?? null,
+        limit,
       );
     },
 

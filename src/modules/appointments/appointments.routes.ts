@@ -1,6 +1,5 @@
 // HTTP edge of the appointments domain, as a route table: each route declares
 // its schemas and answers, then calls one service function and sends.
-import { AppError } from '../../core/errors.js';
 import { CREATED_HEADERS } from '../../core/http/idempotency-key.js';
 import { HTTP_ERRORS, route, type PathParam, type RouteTable } from '../../core/http/route.js';
 import type { AppointmentRow } from './appointments.repository.js';
@@ -20,10 +19,6 @@ const NOT_FOUND = { status: 404, code: 'APPOINTMENT_NOT_FOUND' };
 const IN_PAST = { status: 422, code: 'STARTS_AT_IN_PAST' };
 const appointment = (description: string) => ({ description, schema: appointmentJsonSchema });
 
-function mustBeFuture(startsAt: Date | undefined): void {
-  if (startsAt && startsAt.getTime() <= Date.now()) throw new AppError(IN_PAST.code, IN_PAST.status, 'startsAt must be in the future');
-}
-
 export function appointmentsRoutes(service: AppointmentsService): RouteTable {
   return {
     tag: 'appointments',
@@ -41,7 +36,6 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         },
         errors: [IN_PAST, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }],
         handle: async ({ body, idempotencyKey }, res) => {
-          mustBeFuture(body.startsAt);
           const { appointment: a, replayed } = await service.book(body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
           res.status(201).location(`/appointments/${a.id}`).json(toJson(a));
@@ -80,7 +74,6 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         responses: { 200: appointment('the appointment') },
         errors: [NOT_FOUND, IN_PAST, { status: 409, code: 'APPOINTMENT_CANCELLED' }],
         handle: async ({ params, body }, res) => {
-          mustBeFuture(body.startsAt);
           res.json(toJson(await service.reschedule(params.id, body)));
         },
       }),

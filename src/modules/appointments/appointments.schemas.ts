@@ -1,6 +1,7 @@
 // Request shapes of the appointments API, validated by zod at the edge.
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
+import { NOTIFICATION_STATUSES } from '../../core/outbox.js';
 
 // An ISO-8601 instant with an explicit offset (Z or +hh:mm): a local time without
 // one would mean different instants on different servers.
@@ -50,7 +51,7 @@ export const appointmentWithRemindersJsonSchema = appointmentJsonSchema.extend({
       id: z.uuid(),
       /** The slot the reminder was written for. */
       startsAt: z.string().nullable(),
-      status: z.enum(['PENDING', 'SENT', 'FAILED', 'CANCELLED']),
+      status: z.enum(NOTIFICATION_STATUSES),
       attempts: z.int(),
       createdAt: instantOut,
       sentAt: instantOut.nullable(),

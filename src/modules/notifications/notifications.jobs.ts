@@ -1,30 +1,27 @@
 // Delivery of outbox rows: one queue job per notification, retried with the
-// configured spacing, FAILED and dead-lettered after the last attempt, and a
-// periodic relay that hands over rows whose delivery job never got scheduled.
+// configured spacing, FAILED and dead-lettered after the last attempt. (The
+// relay, which hands over rows whose delivery job was lost, is in
+// notifications.reconcile.ts.)
 import { z } from 'zod';
 import type { Logger } from '../../core/logger.js';
-import { NonRetryableError } from '../../queue/errors.js';
-import type { Queue } from '../../queue/queue.js';
-import type { PeriodicJob } from '../../queue/periodic.js';
-import type { JobHandler } from '../../queue/types.js';
+import { NonRetryableError, type JobHandler, type Queue } from '../../queue/index.js';
 import type { Notifier } from './notifier.js';
 import type { NotificationsRepository } from './notifications.repository.js';
 
 export const DELIVER_JOB = 'notification.deliver';
-export const RELAY_JOB = 'notifications.relay';
-export const RELAY_JOB_ID = 'notifications:relay';
 export const deliverJobId = (notificationId: string) => `notification:${notificationId}:deliver`;
-
-// A row younger than this may still be on its way from the dispatch after commit.
-const RELAY_MIN_AGE_SECONDS = 5;
-const RELAY_PAGE = 1_000;
 
 const deliverPayload = z.object({ notificationId: z.uuid() });
 
-export function scheduleDeliveries(queue: Queue, ids: readonly string[]) {
-  return queue.scheduleMany(
-    ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode: 'nx' as const })),
-  );
+/**
+ * Schedules the delivery jobs of committed rows. `nx` (the default) leaves a
+ * job that exists alone; `replace` starts a fresh one whatever exists (a dead
+ * one, one waiting out an old backoff, one in flight: fenced), for a row that
+ * was taken back from a withdrawal and must be tried from its first attempt.
+ */
+export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'nx' | 'replace' = 'nx') {
+  const mode = how === 'nx' ? ('nx' as const) : ('upsert' as const);
+  return queue.scheduleMany(ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode })));
 }
 
 export function notificationsJobHandlers(deps: {
@@ -32,48 +29,69 @@ export function notificationsJobHandlers(deps: {
   notifier: Notifier;
   queue: Queue;
   log: Logger;
+  /** A row SENDING for longer than this has lost its call's worker (the call's timeout plus a margin). */
+  sendingStaleMs: number;
 }): Record<string, JobHandler> {
   const { repo, notifier, log } = deps;
   return {
     [DELIVER_JOB]: async (job, ctx) => {
       const p = deliverPayload.safeParse(job.payload);
       if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      const n = await repo.find(p.data.notificationId);
+      // The whole call must fit in our lease, or another worker would take the
+      // job and call the receiver a second time beside us (the config keeps the
+      // call's timeout under half a lease). Renewed first, so the claim's time
+      // is the call's. A lease already lost: someone else has the job.
+      if (!(await ctx.extendLease())) return;
+      // A FAILED row is called again only by a delivery started afresh (a
+      // redrive resets the attempts). A later attempt that finds it FAILED is
+      // the delivery that failed it, come back because its dead-lettering was
+      // lost (Redis hung or lost its last writes): the receiver already
+      // refused it, so the job goes back to the dead set, uncalled.
+      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, job.attempts === 1);
+      if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
-      if (!n || n.status === 'SENT' || n.status === 'CANCELLED') return;
+      if (c.kind === 'busy') return { retryInMs: c.inMs };
+      if (c.kind === 'withdrawn') await repo.cancelWithdrawn(p.data.notificationId);
+      if (c.kind !== 'claimed') return;
+      const n = c.row;
       try {
         await notifier.send(n, ctx.signal);
       } catch (err) {
-        const final = err instanceof NonRetryableError || job.attempts >= job.maxAttempts;
+        const final = err instanceof NonRetryableError || job.lastAttempt;
         const text = err instanceof Error ? err.message : String(err);
-        await repo.recordFailure(n.id, text, final);
-        log.warn({ notificationId: n.id, attempts: job.attempts, final, error: text }, 'notification delivery failed');
+        const status = await persistently(() => repo.recordFailure(n.id, text, final), ctx);
+        log.warn({ notificationId: n.id, attempts: job.attempts, status, error: text }, 'notification delivery failed');
+        // Withdrawn while we called: nothing left to retry.
+        if (status === 'CANCELLED') return;
         throw err;
       }
-      await repo.markSent(n.id);
+      // The receiver has it: the record must say so. If the database stays
+      // away, the job comes back later (no attempt used, so it cannot die of
+      // it), finds the row SENDING past its call and, its outcome unknown, sends once more.
+      try {
+        await persistently(() => repo.markSent(n.id), ctx);
+      } catch (err) {
+        log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; trying again later');
+        return { retryInMs: deps.sendingStaleMs };
+      }
     },
-
   };
 }
 
-/** Hands over rows whose delivery job never got scheduled (a lost dispatch), every interval. */
-export function notificationsRelayJob(deps: { repo: NotificationsRepository; queue: Queue; log: Logger; everyMs: number }): PeriodicJob {
-  const { repo, log } = deps;
-  return {
-    id: RELAY_JOB_ID,
-    type: RELAY_JOB,
-    schedule: { everyMs: deps.everyMs },
-    run: async () => {
-      let cursor: { createdAt: Date; id: string } | null = null;
-      let handed = 0;
-      for (;;) {
-        const page: { createdAt: Date; id: string }[] = await repo.listPending(RELAY_MIN_AGE_SECONDS, cursor, RELAY_PAGE);
-        if (page.length === 0) break;
-        const r = await scheduleDeliveries(deps.queue, page.map((x) => x.id));
-        handed += r.filter((x) => x.status === 'created').length;
-        cursor = page[page.length - 1] ?? null;
-      }
-      if (handed > 0) log.warn({ handed }, 'notification relay scheduled deliveries that were missing');
-    },
-  };
+// A write after the receiver answered must not fail on a passing database
+// hiccup (a dropped connection): it is tried again for a while, the lease
+// renewed meanwhile.
+const PERSIST_TRIES = 6;
+const PERSIST_PAUSE_MS = 100;
+
+async function persistently<T>(write: () => Promise<T>, ctx: { extendLease(): Promise<boolean>; readonly signal: AbortSignal }): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (i >= PERSIST_TRIES || ctx.signal.aborted) throw err;
+      await new Promise((r) => setTimeout(r, PERSIST_PAUSE_MS * i));
+      await ctx.extendLease().catch(() => false);
+    }
+  }
 }

@@ -1,11 +1,16 @@
 // SQL of notification delivery: conditional status changes, so a SENT row is
-// never changed again and a redelivered job finds nothing to do.
+// never changed again and a redelivered job finds nothing to do, and the row
+// tells the truth about the outside call. A delivery claims the row (SENDING)
+// before it calls the receiver: a withdrawal after that cannot stop the call,
+// so it only marks the row withdrawn, and the call's outcome decides: SENT if
+// it went through (it did reach the receiver), CANCELLED if it failed.
 import type { Db } from '../../core/db.js';
+import type { NotificationStatus } from '../../core/outbox.js';
 
 export type NotificationRow = {
   id: string;
   kind: string;
-  status: 'PENDING' | 'SENT' | 'FAILED' | 'CANCELLED';
+  status: NotificationStatus;
   orderId: string | null;
   appointmentId: string | null;
   batchId: string | null;
@@ -20,38 +25,138 @@ export type NotificationRow = {
 
 export type NotificationFilter = { orderId: string } | { appointmentId: string } | { batchId: string };
 
+export type Claim =
+  | { kind: 'claimed'; row: NotificationRow }
+  | { kind: 'busy'; inMs: number }
+  | { kind: 'withdrawn' }
+  | { kind: 'done' }
+  | { kind: 'failed' }
+  | { kind: 'missing' };
+
+const COLUMNS = `id, kind::text AS kind, status::text AS status, order_id AS "orderId", appointment_id AS "appointmentId",
+  batch_id AS "batchId", channel::text AS channel, recipient, payload, attempts, last_error AS "lastError",
+  created_at AS "createdAt", sent_at AS "sentAt"`;
+
 export function createNotificationsRepository(db: Db) {
   return {
     find(id: string): Promise<NotificationRow | null> {
       return db.notification.findUnique({ where: { id } });
     },
 
-    /** PENDING/FAILED -> SENT; false when it was already SENT (or withdrawn meanwhile). */
+    /**
+     * Claims the row for a call to the receiver: PENDING, FAILED when
+     * `redrive` (a delivery started afresh: an operator's redrive) or SENDING
+     * for longer than `staleMs` (the call of a delivery that died mid-way: its
+     * outcome is unknown) -> SENDING. A withdrawn row is never claimed.
+     * Otherwise says why not: `busy` (another delivery's call may still be
+     * running; try again in `inMs`), `done` (SENT or CANCELLED), `failed`
+     * (FAILED, and this is no redrive), `withdrawn` (withdrawn, and no call of
+     * it can be running any more), or `missing`.
+     */
+    async claim(id: string, staleMs: number, redrive: boolean): Promise<Claim> {
+      const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
+        `WITH c AS (
+           UPDATE notifications SET status = 'SENDING', sending_at = now()
+            WHERE id = $1::uuid AND withdrawn_at IS NULL
+              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::boolean)
+                   OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => $2::double precision / 1000)))
+           RETURNING ${COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs"
+         )
+         SELECT * FROM c
+         UNION ALL
+         SELECT ${COLUMNS}, false, withdrawn_at IS NOT NULL,
+                CASE WHEN status = 'SENDING'
+                     THEN GREATEST(0, ceil(extract(epoch FROM sending_at + make_interval(secs => $2::double precision / 1000) - now()) * 1000))::int
+                     ELSE 0 END
+           FROM notifications WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM c)`,
+        id,
+        staleMs,
+        redrive,
+      );
+      const r = rows[0];
+      if (!r) return { kind: 'missing' };
+      const { claimed, withdrawn, busyMs, ...row } = r;
+      if (claimed) return { kind: 'claimed', row };
+      if (row.status === 'SENT' || row.status === 'CANCELLED') return { kind: 'done' };
+      if (busyMs > 0) return { kind: 'busy', inMs: busyMs };
+      if (row.status === 'FAILED' && !withdrawn) return { kind: 'failed' };
+      return withdrawn ? { kind: 'withdrawn' } : { kind: 'done' };
+    },
+
+    /**
+     * A withdrawn row no call of which can still be running -> CANCELLED. For
+     * one left SENDING by a delivery that died mid-call, whether that call got
+     * through is unknown: it is not made again (a reminder must not reach a
+     * customer who gave up the slot), and `last_error` says so.
+     */
+    async cancelWithdrawn(id: string): Promise<void> {
+      await db.$executeRaw`
+        UPDATE notifications
+           SET status = 'CANCELLED',
+               last_error = CASE WHEN status = 'SENDING' THEN 'withdrawn; the outcome of a call interrupted before it was recorded is unknown'
+                                 ELSE last_error END
+         WHERE id = ${id}::uuid AND withdrawn_at IS NOT NULL AND status IN ('PENDING', 'FAILED', 'SENDING')`;
+    },
+
+    /**
+     * The receiver took it: SENT, whatever happened to the row meanwhile (a
+     * withdrawal during the call cannot unsend it). False when it was SENT already.
+     */
     async markSent(id: string): Promise<boolean> {
       const n = await db.$executeRaw`
         UPDATE notifications SET status = 'SENT', sent_at = now(), attempts = attempts + 1, last_error = NULL
-         WHERE id = ${id}::uuid AND status IN ('PENDING', 'FAILED')`;
+         WHERE id = ${id}::uuid AND status <> 'SENT'`;
       return n === 1;
     },
 
-    /** Counts a failed attempt; the last one marks the row FAILED. */
-    async recordFailure(id: string, error: string, final: boolean): Promise<void> {
-      await db.$executeRaw`
+    /**
+     * The call failed: counted, and the row goes back to PENDING for the retry,
+     * FAILED after the last attempt, or CANCELLED if it was withdrawn during the
+     * call. Returns the new status (null when the row was not SENDING: another
+     * delivery finished it).
+     */
+    async recordFailure(id: string, error: string, final: boolean): Promise<NotificationStatus | null> {
+      const rows = await db.$queryRaw<{ status: NotificationStatus }[]>`
         UPDATE notifications
            SET attempts = attempts + 1, last_error = ${error},
-               status = CASE WHEN ${final} THEN 'FAILED'::"NotificationStatus" ELSE status END
-         WHERE id = ${id}::uuid AND status IN ('PENDING', 'FAILED')`;
+               status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' WHEN ${final} THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus"
+         WHERE id = ${id}::uuid AND status = 'SENDING'
+        RETURNING status::text AS status`;
+      return rows[0]?.status ?? null;
+    },
+
+    /**
+     * Rows whose delivery job is gone for good (dead-lettered without the row
+     * being settled): a withdrawn one -> CANCELLED; PENDING -> FAILED; SENDING
+     * (a call whose outcome was never recorded) -> FAILED saying the outcome
+     * is unknown. A redrive of the job sends a FAILED one again.
+     */
+    async markAbandoned(ids: readonly string[]): Promise<number> {
+      if (ids.length === 0) return 0;
+      return db.$executeRaw`
+        UPDATE notifications
+           SET status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' ELSE 'FAILED' END)::"NotificationStatus",
+               last_error = CASE
+                 WHEN status = 'SENDING' THEN 'delivery given up: its job was dead-lettered during a call whose outcome is unknown'
+                 WHEN withdrawn_at IS NOT NULL THEN last_error
+                 ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
+         WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING')`;
     },
 
     list(filter: NotificationFilter): Promise<NotificationRow[]> {
       return db.notification.findMany({ where: filter, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
     },
 
-    /** PENDING rows older than `olderThanSeconds`, in creation order after a keyset cursor. */
-    listPending(olderThanSeconds: number, after: { createdAt: Date; id: string } | null, limit: number) {
+    /**
+     * Rows a delivery should be working on but may have lost: PENDING for
+     * longer than `pendingSeconds`, or SENDING (claimed by a delivery) for
+     * longer than `sendingSeconds`; in creation order after a keyset cursor.
+     */
+    listUnsettled(pendingSeconds: number, sendingSeconds: number, after: { createdAt: Date; id: string } | null, limit: number) {
       return db.$queryRaw<{ id: string; createdAt: Date }[]>`
         SELECT id, created_at AS "createdAt" FROM notifications
-         WHERE status = 'PENDING' AND created_at < now() - make_interval(secs => ${olderThanSeconds})
+         WHERE ((status = 'PENDING' AND created_at < now() - make_interval(secs => ${pendingSeconds}))
+                OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))
            AND (${after === null} OR (created_at, id) > (${after?.createdAt ?? new Date(0)}, ${after?.id ?? '00000000-0000-0000-0000-000000000000'}::uuid))
          ORDER BY created_at, id
          LIMIT ${limit}`;

@@ -1,5 +1,6 @@
 // Request and answer shapes of GET /notifications, validated by zod at the edge.
 import { z } from 'zod';
+import { NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from '../../core/outbox.js';
 
 /** Exactly one subject, a UUID. */
 export const notificationFilterSchema = z.union([
@@ -11,8 +12,8 @@ export const notificationFilterSchema = z.union([
 const instantOut = z.iso.datetime();
 export const notificationJsonSchema = z.object({
   id: z.uuid(),
-  kind: z.enum(['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED']),
-  status: z.enum(['PENDING', 'SENT', 'FAILED', 'CANCELLED']),
+  kind: z.enum(NOTIFICATION_KINDS),
+  status: z.enum(NOTIFICATION_STATUSES),
   orderId: z.uuid().nullable(),
   appointmentId: z.uuid().nullable(),
   batchId: z.uuid().nullable(),

@@ -3,7 +3,7 @@
 // Idempotency-Key, so a resend after a crash between the send and the SENT mark
 // can be recognised by the receiver.
 import type { Logger } from '../../core/logger.js';
-import { NonRetryableError } from '../../queue/errors.js';
+import { NonRetryableError } from '../../queue/index.js';
 
 export type OutgoingNotification = {
   readonly id: string;
@@ -41,11 +41,14 @@ export function createWebhookNotifier(url: string, timeoutMs: number): Notifier 
           body: JSON.stringify({ ...n, createdAt: n.createdAt.toISOString() }),
           signal: AbortSignal.any([signal, timeout]),
         });
-        await res.arrayBuffer(); // drain, so the connection can be reused
       } catch (err) {
         if (timeout.aborted) throw new Error(`webhook did not answer within ${timeoutMs} ms`);
         throw err;
       }
+      // The status decides; the body is not waited for: a success whose body
+      // comes slowly is still a success (waiting for it under the timeout made
+      // a delivered notification look failed, and sent it again).
+      void res.body?.cancel().catch(() => {});
       if (res.ok) return;
       // The receiver says the request itself is wrong: sending it again cannot help.
       if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {

@@ -1,4 +1,4 @@
-// Wires the orders slice: queue, repository, service, routes and job handlers.
+// Wires the orders slice: queue, repository, service, routes, job handlers and reconciliation pass.
 import type { RedisClient } from '../../core/redis.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../core/db.js';
@@ -6,54 +6,40 @@ import { httpOf } from '../../core/http/route.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
-import { createModuleQueue } from '../../core/module-queue.js';
-import { RECONCILE_JOB, ordersJobHandlers, ordersReconcileJob } from './orders.jobs.js';
+import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
+import { ordersJobHandlers } from './orders.jobs.js';
+import { RECONCILE_JOB, createOrdersReconcile } from './orders.reconcile.js';
 import { createOrdersRepository } from './orders.repository.js';
 import { ordersRoutes } from './orders.routes.js';
 import { EXPIRE_JOB, createOrdersService } from './orders.service.js';
 
 export const ORDERS_QUEUE = 'orders';
 
-export type OrdersModuleConfig = Pick<
-  Config,
-  | 'QUEUE_PREFIX'
-  | 'QUEUE_SHARDS'
-  | 'QUEUE_MAX_PAYLOAD_BYTES'
-  | 'ORDER_PAYMENT_TIMEOUT_SECONDS'
-  | 'ORDER_RECONCILE_INTERVAL_SECONDS'
-  | 'ORDER_RECONCILE_GRACE_SECONDS'
->;
+export type OrdersModuleConfig = QueueConfig &
+  Pick<Config, 'ORDER_PAYMENT_TIMEOUT_SECONDS' | 'ORDER_RECONCILE_INTERVAL_SECONDS' | 'ORDER_RECONCILE_GRACE_SECONDS'>;
 
-export function createOrdersModule(deps: {
-  db: Db;
-  redis: RedisClient;
-  config: OrdersModuleConfig;
-  log: Logger;
-  dispatch: NotificationDispatch;
-}) {
+export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: OrdersModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'orders' });
-  const queue = createModuleQueue(deps.redis, config, ORDERS_QUEUE, {
-    // A database outage must not exhaust an expiry: up to ~20 retries over about an hour.
-    [EXPIRE_JOB]: { maxAttempts: 20, backoff: { kind: 'exponential', baseMs: 500, maxMs: 5 * 60_000, jitter: 0.2 } },
-    [RECONCILE_JOB]: { maxAttempts: 1_000 },
-  });
-  const service = createOrdersService({
-    repo: createOrdersRepository(deps.db),
+  const queue = createModuleQueue(deps.redis, config, ORDERS_QUEUE, { [EXPIRE_JOB]: DATABASE_JOB_OPTIONS, [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS });
+  const repo = createOrdersRepository(deps.db);
+  const service = createOrdersService({ repo, queue, dispatch: deps.dispatch, log, defaultTimeoutSeconds: config.ORDER_PAYMENT_TIMEOUT_SECONDS });
+  const reconcile = createOrdersReconcile({
+    repo,
     queue,
     dispatch: deps.dispatch,
     log,
-    defaultTimeoutSeconds: config.ORDER_PAYMENT_TIMEOUT_SECONDS,
-    reconcileGraceSeconds: config.ORDER_RECONCILE_GRACE_SECONDS,
+    graceSeconds: config.ORDER_RECONCILE_GRACE_SECONDS,
+    everyMs: config.ORDER_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
-  const everyMs = config.ORDER_RECONCILE_INTERVAL_SECONDS * 1_000;
-  const module: ServiceModule & { service: typeof service } = {
+  const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'orders',
     ...httpOf(ordersRoutes(service)),
     queue,
     handlers: ordersJobHandlers(service, log),
-    periodic: [ordersReconcileJob(service, everyMs)],
+    periodic: [reconcile.job],
     service,
+    reconcile,
   };
   return module;
 }

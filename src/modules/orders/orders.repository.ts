@@ -2,6 +2,7 @@
 // judged by the database clock (now()); a count of 0 means "already settled".
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
+import { dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
@@ -83,19 +84,26 @@ function toRow(o: RawOrder): OrderRow {
 }
 
 /** The cancelling statement, shared by the expiry handler, the customer and the reconciliation pass. */
+const CANCELLED_NOTICE = Prisma.raw(
+  outboxInsertSql({
+    kind: 'ORDER_CANCELLED',
+    from: 'c',
+    dedupeKey: dedupeKeySql.orderCancelled('c.id'),
+    subject: { column: 'order_id', value: 'c.id' },
+    payload: `jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', c.cancel_reason::text,
+                                 'totalCents', c.total_cents, 'currency', c.currency)`,
+  }),
+);
+
 function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
   return Prisma.sql`
     WITH c AS (
       UPDATE orders
          SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = ${reason}::"CancelReason"
        WHERE status = 'UNPAID' AND ${target}
-      RETURNING id, customer_id, total_cents, currency
+      RETURNING id, customer_id, total_cents, currency, cancel_reason
     ), n AS (
-      INSERT INTO notifications (id, kind, dedupe_key, order_id, payload)
-      SELECT gen_random_uuid(), 'ORDER_CANCELLED', 'order-cancelled:' || c.id, c.id,
-             jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', ${reason}::text,
-                                'totalCents', c.total_cents, 'currency', c.currency)
-        FROM c
+      ${CANCELLED_NOTICE}
       ON CONFLICT (dedupe_key) DO NOTHING
       RETURNING id, order_id
     )
@@ -172,12 +180,14 @@ export function createOrdersRepository(db: Db) {
       return o ? toRow(o) : null;
     },
 
-    /** Status and whether the payment window has closed, by the database clock. */
-    async state(id: string): Promise<{ status: OrderStatus; expired: boolean; expiresAt: Date } | null> {
-      const rows = await db.$queryRaw<{ status: OrderStatus; expired: boolean; expires_at: Date }[]>`
-        SELECT status::text AS status, expires_at <= now() AS expired, expires_at FROM orders WHERE id = ${id}::uuid`;
+    /** Status, whether the payment window has closed and how long it has to go (ms), by the database clock. */
+    async state(id: string): Promise<{ status: OrderStatus; expired: boolean; expiresAt: Date; msToExpiry: number } | null> {
+      const rows = await db.$queryRaw<{ status: OrderStatus; expired: boolean; expires_at: Date; ms: number }[]>`
+        SELECT status::text AS status, expires_at <= now() AS expired, expires_at,
+               GREATEST(0, ceil(extract(epoch FROM expires_at - now()) * 1000))::int AS ms
+          FROM orders WHERE id = ${id}::uuid`;
       const r = rows[0];
-      return r ? { status: r.status, expired: r.expired, expiresAt: r.expires_at } : null;
+      return r ? { status: r.status, expired: r.expired, expiresAt: r.expires_at, msToExpiry: r.ms } : null;
     },
 
     /**
@@ -185,10 +195,7 @@ export function createOrdersRepository(db: Db) {
      * outbox row; returns the new notification's id, or null when nothing changed.
      */
     async cancel(id: string, reason: CancelReason): Promise<{ notificationId: string | null } | null> {
-      const target =
-        reason === 'PAYMENT_TIMEOUT'
-          ? Prisma.sql`id = ${id}::uuid AND expires_at <= now()`
-          : Prisma.sql`id = ${id}::uuid`;
+      const target = reason === 'PAYMENT_TIMEOUT' ? Prisma.sql`id = ${id}::uuid AND expires_at <= now()` : Prisma.sql`id = ${id}::uuid`;
       const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(target, reason));
       const r = rows[0];
       return r ? { notificationId: r.notification_id } : null;

@@ -3,22 +3,19 @@
 // the commit, best effort, and the reconciliation pass repairs what it missed.
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { isDatabaseUnavailable, isUniqueViolation } from '../../core/db-errors.js';
+import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { type Gatherer, createGatherer, settleEach } from '../../core/gather.js';
-import { requestHash } from '../../core/http/idempotency-key.js';
+import { createIdempotently } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
-import { withTimeout } from '../../core/timeout.js';
+import { afterCommit } from '../../core/redis-call.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
-import type { Queue, ScheduleInput } from '../../queue/queue.js';
+import type { Queue, ScheduleInput } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
 import type { NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
 
 export const EXPIRE_JOB = 'order.expire';
 export const expireJobId = (orderId: string) => `order:${orderId}:expire`;
 
-const QUEUE_CALL_TIMEOUT_MS = 2_000;
-const RECONCILE_BATCH = 500;
-const RECONCILE_MAX_BATCHES = 40;
 // Creates arriving in one event-loop turn share one INSERT and one schedule call.
 const GATHER_MAX = 100;
 
@@ -28,7 +25,6 @@ export type OrdersServiceDeps = {
   readonly dispatch: NotificationDispatch;
   readonly log: Logger;
   readonly defaultTimeoutSeconds: number;
-  readonly reconcileGraceSeconds: number;
 };
 
 /**
@@ -56,7 +52,8 @@ export function gatherInserts(repo: Pick<OrdersRepository, 'insertMany'>): Gathe
   }, GATHER_MAX);
 }
 
-export type ExpireResult = { kind: 'cancelled' } | { kind: 'settled' } | { kind: 'not_due'; expiresAt: Date };
+/** not_due: still inside its window by the database clock, for `inMs` more. */
+export type ExpireResult = { kind: 'cancelled' } | { kind: 'settled' } | { kind: 'not_due'; inMs: number };
 
 export function createOrdersService(d: OrdersServiceDeps) {
   const { repo, queue, log } = d;
@@ -68,24 +65,18 @@ export function createOrdersService(d: OrdersServiceDeps) {
   );
 
   async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt'>): Promise<void> {
-    try {
-      await withTimeout(
-        expirySchedules.submit({ id: expireJobId(order.id), type: EXPIRE_JOB, at: order.expiresAt, payload: { orderId: order.id }, mode: 'nx' }),
-        QUEUE_CALL_TIMEOUT_MS,
-        'schedule expiry',
-      );
-    } catch (err) {
-      log.warn({ err, orderId: order.id }, 'expiry job not scheduled; the reconciliation pass will create it');
-    }
+    await afterCommit(
+      () => expirySchedules.submit({ id: expireJobId(order.id), type: EXPIRE_JOB, at: order.expiresAt, payload: { orderId: order.id }, mode: 'nx' }),
+      'schedule expiry',
+      log,
+      { orderId: order.id },
+      'the reconciliation pass will create the job',
+    );
   }
 
   async function dropExpiry(orderId: string): Promise<void> {
-    try {
-      await withTimeout(queue.cancel(expireJobId(orderId)), QUEUE_CALL_TIMEOUT_MS, 'cancel expiry');
-    } catch (err) {
-      // Harmless: the handler finds the order settled and acks.
-      log.warn({ err, orderId }, 'expiry job not removed');
-    }
+    // Harmless if it fails: the handler finds the order settled and acks.
+    await afterCommit(() => queue.cancel(expireJobId(orderId)), 'cancel expiry', log, { orderId }, 'its handler will find the order settled');
   }
 
   async function mustFind(id: string): Promise<OrderRow> {
@@ -94,46 +85,33 @@ export function createOrdersService(d: OrdersServiceDeps) {
     return order;
   }
 
-  async function replay(key: string, hash: string): Promise<{ order: OrderRow; replayed: true } | null> {
-    const existing = await repo.findByIdempotencyKey(key);
-    if (!existing) return null;
-    if (existing.requestHash !== hash) {
-      throw new AppError('IDEMPOTENCY_KEY_REUSED', 422, 'this Idempotency-Key was used with a different request body');
-    }
-    if (existing.order.status === 'UNPAID') await scheduleExpiry(existing.order);
-    return { order: existing.order, replayed: true };
-  }
-
   return {
     async create(input: CreateOrderInput, idempotencyKey: string | null): Promise<{ order: OrderRow; replayed: boolean }> {
-      // The body's hash is only needed to compare retries under one Idempotency-Key.
-      const hash = idempotencyKey ? requestHash(input) : '';
-      if (idempotencyKey) {
-        const r = await replay(idempotencyKey, hash);
-        if (r) return r;
-      }
-      let order: OrderRow;
-      try {
-        order = await inserts.submit({
-          id: randomUUID(),
-          customerId: input.customerId,
-          currency: input.currency,
-          totalCents: input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0),
-          timeoutSeconds: input.paymentTimeoutSeconds ?? d.defaultTimeoutSeconds,
-          idempotencyKey,
-          requestHash: idempotencyKey ? hash : null,
-          items: input.items,
-        });
-      } catch (err) {
-        // Two requests with one key raced; the loser answers with the winner's order.
-        if (idempotencyKey && isUniqueViolation(err)) {
-          const r = await replay(idempotencyKey, hash);
-          if (r) return r;
-        }
-        throw err;
-      }
-      await scheduleExpiry(order);
-      return { order, replayed: false };
+      const r = await createIdempotently<OrderRow>({
+        key: idempotencyKey,
+        body: input,
+        find: async (key) => {
+          const found = await repo.findByIdempotencyKey(key);
+          return found && { row: found.order, requestHash: found.requestHash };
+        },
+        insert: (key, hash) =>
+          inserts.submit({
+            id: randomUUID(),
+            customerId: input.customerId,
+            currency: input.currency,
+            totalCents: input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0),
+            timeoutSeconds: input.paymentTimeoutSeconds ?? d.defaultTimeoutSeconds,
+            idempotencyKey: key,
+            requestHash: hash,
+            items: input.items,
+          }),
+        // A repeat may follow a first request whose schedule missed Redis: scheduling again (only if absent) is harmless.
+        onReplay: async (order) => {
+          if (order.status === 'UNPAID') await scheduleExpiry(order);
+        },
+      });
+      if (!r.replayed) await scheduleExpiry(r.row);
+      return { order: r.row, replayed: r.replayed };
     },
 
     get: mustFind,
@@ -170,36 +148,8 @@ export function createOrdersService(d: OrdersServiceDeps) {
         return { kind: 'cancelled' };
       }
       const st = await repo.state(orderId);
-      if (st?.status === 'UNPAID') return { kind: 'not_due', expiresAt: st.expiresAt };
+      if (st?.status === 'UNPAID') return { kind: 'not_due', inMs: st.msToExpiry };
       return { kind: 'settled' };
-    },
-
-    /**
-     * Safety net: cancel long-overdue orders, and re-create missing expiry jobs
-     * of orders expiring within `horizonMs` (later ones are checked once they
-     * enter that window, which keeps each pass small).
-     */
-    async reconcile(horizonMs: number): Promise<{ cancelled: number; jobsCreated: number }> {
-      let cancelled = 0;
-      for (let i = 0; i < RECONCILE_MAX_BATCHES; i++) {
-        const r = await repo.cancelOverdue(d.reconcileGraceSeconds, RECONCILE_BATCH);
-        cancelled += r.cancelled;
-        await d.dispatch(r.notificationIds);
-        if (r.cancelled < RECONCILE_BATCH) break;
-      }
-      let jobsCreated = 0;
-      let cursor: { id: string; expiresAt: Date } | null = null;
-      for (;;) {
-        const page: { id: string; expiresAt: Date }[] = await repo.listUnpaid(new Date(Date.now() + horizonMs), cursor, 1_000);
-        if (page.length === 0) break;
-        const results = await queue.scheduleMany(
-          page.map((o) => ({ id: expireJobId(o.id), type: EXPIRE_JOB, at: o.expiresAt, payload: { orderId: o.id }, mode: 'nx' as const })),
-        );
-        jobsCreated += results.filter((r) => r.status === 'created').length;
-        cursor = page[page.length - 1] ?? null;
-      }
-      if (cancelled || jobsCreated) log.warn({ cancelled, jobsCreated }, 'orders reconciliation repaired state');
-      return { cancelled, jobsCreated };
     },
   };
 }

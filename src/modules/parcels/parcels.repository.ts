@@ -2,6 +2,7 @@
 // Redis; a batch is committed in one statement that attaches only parcels not
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
+import { dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
 
 export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
 export type ParcelRow = {
@@ -20,7 +21,25 @@ export type RecentBatchRow = {
   parcelCount: number;
   createdAt: Date;
 };
-export type CommittedBatch = { batchId: string; attached: number; notificationId: string | null };
+export type CommittedBatch = { batchId: string; attached: number; trackingNos: string[]; notificationId: string | null; createdAt: Date };
+/** An unbatched parcel of a batch that was not made: it goes back into Redis, arrival as it was. */
+/**
+ * A parcel a commit left waiting: its batch was no longer one. `dueInMs`: a
+ * TIMEOUT batch refused because its oldest parcel had not waited the maximum
+ * by the database clock says how long that is still to go (else 0).
+ */
+export type LeftParcel = { trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
+
+/** The sorters' notice of each new batch `b`, sent to its area's sorter contact. */
+const DISPATCHED_NOTICE = outboxInsertSql({
+  kind: 'BATCH_DISPATCHED',
+  from: 'b JOIN areas a ON a.code = b.area_code',
+  dedupeKey: dedupeKeySql.batchDispatched('b.id'),
+  subject: { column: 'batch_id', value: 'b.id' },
+  recipient: 'a.sorter_contact',
+  payload: `jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
+                               'reason', b.reason::text, 'parcels', b.parcel_count)`,
+});
 
 const PARCEL_COLUMNS = `tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
   batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
@@ -67,12 +86,19 @@ export function createParcelsRepository(db: Db) {
      * Commits batches in one statement (a flush round's worth at once): each
      * attaches only its parcels still unbatched (locked, so two committers never
      * share a parcel), is bound to its area's current vehicle and gets its
-     * BATCH_DISPATCHED notification. A batch left with no parcel is not made.
+     * BATCH_DISPATCHED notification. A batch is made only if it still is one:
+     * a TIMEOUT batch only when its oldest unbatched parcel has waited
+     * `maxWaitMs` by the database clock, a FULL batch only with all of
+     * `batchSize` parcels unbatched (another committer, the reconciliation
+     * pass, may have batched some of them meanwhile: what is left is not a
+     * batch yet, however it was taken out of Redis). The unbatched parcels of a
+     * batch not made come back in `left`, to go back into Redis.
      */
     async commitBatches(
       batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],
       reason: 'FULL' | 'TIMEOUT',
-    ): Promise<CommittedBatch[]> {
+      rule: { maxWaitMs: number; batchSize: number },
+    ): Promise<{ committed: CommittedBatch[]; left: LeftParcel[] }> {
       const ids: string[] = [];
       const areas: string[] = [];
       const tracking: string[] = [];
@@ -83,44 +109,84 @@ export function createParcelsRepository(db: Db) {
           tracking.push(t);
         }
       }
-      if (tracking.length === 0) return [];
-      const rows = await db.$queryRawUnsafe<{ batch_id: string; attached: number; notification_id: string | null }[]>(
+      if (tracking.length === 0) return { committed: [], left: [] };
+      const rows = await db.$queryRawUnsafe<
+        {
+          batch_id: string | null;
+          attached: number | null;
+          tracking_nos: string[] | null;
+          notification_id: string | null;
+          created_at: Date | null;
+          tracking_no: string | null;
+          area_code: string | null;
+          arrived_ms: number | null;
+          due_in_ms: number | null;
+        }[]
+      >(
         `WITH input AS (
-           SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
-         ), p AS (
-           SELECT parcels.tracking_no, input.batch_id FROM parcels
+           -- A parcel named twice (by two batches of one call) counts once: the counts below are of parcels.
+           SELECT DISTINCT ON (tracking_no) * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
+            ORDER BY tracking_no, batch_id
+         ), w AS (
+           SELECT parcels.tracking_no, parcels.area_code, parcels.created_at, input.batch_id FROM parcels
              JOIN input ON parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code
             WHERE parcels.batch_id IS NULL
             ORDER BY parcels.tracking_no -- one lock order for all committers: no deadlock
             FOR UPDATE OF parcels
          ), counts AS (
-           SELECT p.batch_id, count(*)::int AS n FROM p GROUP BY p.batch_id
+           SELECT w.batch_id, count(*)::int AS n, min(w.created_at) AS first FROM w GROUP BY w.batch_id
+         ), ok AS (
+           SELECT batch_id, n FROM counts
+            WHERE CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
+                                ELSE n = $6::int END
+         ), p AS (
+           SELECT w.tracking_no, w.batch_id FROM w JOIN ok ON ok.batch_id = w.batch_id
          ), b AS (
            INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-           SELECT c.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", c.n, now()
-             FROM counts c JOIN (SELECT DISTINCT batch_id, area_code FROM input) i ON i.batch_id = c.batch_id
+           SELECT ok.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", ok.n, now()
+             FROM ok JOIN (SELECT DISTINCT batch_id, area_code FROM input) i ON i.batch_id = ok.batch_id
              JOIN areas a ON a.code = i.area_code
-           RETURNING id, area_code, vehicle_plate, reason, parcel_count
+           RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
          ), u AS (
            UPDATE parcels SET batch_id = p.batch_id, status = 'BATCHED', batched_at = now()
              FROM p WHERE parcels.tracking_no = p.tracking_no
            RETURNING parcels.tracking_no
          ), n AS (
-           INSERT INTO notifications (id, kind, dedupe_key, batch_id, recipient, payload)
-           SELECT gen_random_uuid(), 'BATCH_DISPATCHED', 'batch-dispatched:' || b.id, b.id, a.sorter_contact,
-                  jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
-                                     'reason', b.reason::text, 'parcels', b.parcel_count)
-             FROM b JOIN areas a ON a.code = b.area_code
+           ${DISPATCHED_NOTICE}
            RETURNING id, batch_id
          )
-         SELECT b.id AS batch_id, b.parcel_count AS attached, n.id AS notification_id
-           FROM b LEFT JOIN n ON n.batch_id = b.id`,
+         SELECT b.id AS batch_id, b.parcel_count AS attached,
+                (SELECT array_agg(p.tracking_no ORDER BY p.tracking_no) FROM p WHERE p.batch_id = b.id) AS tracking_nos,
+                n.id AS notification_id, b.created_at, NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms
+           FROM b LEFT JOIN n ON n.batch_id = b.id
+         UNION ALL
+         SELECT NULL, NULL, NULL, NULL, NULL, w.tracking_no, w.area_code, floor(extract(epoch FROM w.created_at) * 1000)::bigint,
+                CASE $4::text WHEN 'TIMEOUT'
+                  THEN GREATEST(0, ceil(extract(epoch FROM counts.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
+                  ELSE 0 END
+           FROM w JOIN counts ON counts.batch_id = w.batch_id
+          WHERE NOT EXISTS (SELECT 1 FROM ok WHERE ok.batch_id = w.batch_id)`,
         ids,
         areas,
         tracking,
         reason,
+        rule.maxWaitMs,
+        rule.batchSize,
       );
-      return rows.map((r) => ({ batchId: r.batch_id, attached: r.attached, notificationId: r.notification_id }));
+      const committed: CommittedBatch[] = [];
+      const left: LeftParcel[] = [];
+      for (const r of rows) {
+        if (r.batch_id)
+          committed.push({
+            batchId: r.batch_id,
+            attached: Number(r.attached),
+            trackingNos: r.tracking_nos ?? [],
+            notificationId: r.notification_id,
+            createdAt: r.created_at as Date,
+          });
+        else left.push({ trackingNo: r.tracking_no as string, areaCode: r.area_code as string, arrivedAt: Number(r.arrived_ms), dueInMs: Number(r.due_in_ms) });
+      }
+      return { committed, left };
     },
 
     findBatch(id: string) {
@@ -154,6 +220,22 @@ export function createParcelsRepository(db: Db) {
         olderThanMs,
         limit,
       );
+    },
+
+    /** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */
+    async listRecentWaiting(youngerThanMs: number, olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string; arrivedAt: number }[]> {
+      const rows = await db.$queryRawUnsafe<{ trackingNo: string; areaCode: string; arrivedMs: bigint }[]>(
+        `SELECT tracking_no AS "trackingNo", area_code AS "areaCode", floor(extract(epoch FROM created_at) * 1000)::bigint AS "arrivedMs"
+           FROM parcels
+          WHERE status = 'WAITING'
+            AND created_at >= now() - make_interval(secs => $1::double precision / 1000)
+            AND created_at < now() - make_interval(secs => $2::double precision / 1000)
+          ORDER BY created_at, tracking_no LIMIT $3`,
+        youngerThanMs,
+        olderThanMs,
+        limit,
+      );
+      return rows.map((r) => ({ trackingNo: r.trackingNo, areaCode: r.areaCode, arrivedAt: Number(r.arrivedMs) }));
     },
   };
 }

@@ -20,7 +20,12 @@ import {
 import type { ParcelsService } from './parcels.service.js';
 
 const code = { schema: areaCodeSchema, status: 400, code: 'INVALID_AREA_CODE', message: () => 'an area code is 1..32 of [A-Za-z0-9_-]' } satisfies PathParam;
-const trackingNo = { schema: trackingNoSchema, status: 400, code: 'INVALID_TRACKING_NO', message: () => 'a tracking number is 1..64 printable characters' } satisfies PathParam;
+const trackingNo = {
+  schema: trackingNoSchema,
+  status: 400,
+  code: 'INVALID_TRACKING_NO',
+  message: () => 'a tracking number is 1..64 printable characters',
+} satisfies PathParam;
 const batchId = { schema: batchIdSchema, status: 400, code: 'INVALID_BATCH_ID', message: () => 'a batch id is a UUID' } satisfies PathParam;
 
 export function parcelsRoutes(service: ParcelsService): RouteTable {
@@ -68,7 +73,10 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
           202: { description: 'a new parcel, WAITING (or BATCHED when it completed a batch)', schema: parcelJsonSchema },
           200: { description: 'the same tracking number again, same area: the parcel as it is', schema: parcelJsonSchema },
         },
-        errors: [{ status: 409, code: 'TRACKING_NO_CONFLICT' }, { status: 422, code: 'UNKNOWN_AREA' }],
+        errors: [
+          { status: 409, code: 'TRACKING_NO_CONFLICT' },
+          { status: 422, code: 'UNKNOWN_AREA' },
+        ],
         handle: async ({ body }, res) => {
           const { parcel, created } = await service.intake(body.trackingNo, body.area);
           res.status(created ? 202 : 200).json(parcelJson(parcel));

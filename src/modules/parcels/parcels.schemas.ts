@@ -2,7 +2,7 @@
 // they are held to a strict pattern here, before anything else sees them.
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
-import { BATCH_GROUP_PATTERN } from '../../queue/keys.js';
+import { BATCH_GROUP_PATTERN } from '../../queue/index.js';
 
 export const areaCodeSchema = z.string().regex(BATCH_GROUP_PATTERN, 'an area code is 1..32 of [A-Za-z0-9_-]');
 

@@ -5,55 +5,115 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
-import { withTimeout } from '../../core/timeout.js';
-import type { DueBatch, TakenItem } from '../../queue/batch-scripts.js';
-import type { Batcher } from '../../queue/batcher.js';
-import type { CommittedBatch, ParcelRow, ParcelsRepository } from './parcels.repository.js';
+import { redisCall } from '../../core/redis-call.js';
+import type { Batcher, DueBatch, TakenItem } from '../../queue/index.js';
+import type { CommittedBatch, LeftParcel, ParcelRow, ParcelsRepository } from './parcels.repository.js';
 
-const REDIS_CALL_TIMEOUT_MS = 2_000;
-const RECONCILE_PAGE = 5_000;
+/** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
+const MAX_HOLD_MS = 1_000;
 
 export function createParcelsService(d: {
   repo: ParcelsRepository;
   batcher: Batcher;
   dispatch: NotificationDispatch;
   log: Logger;
-  reconcileGraceMs: number;
   onBatch: (reason: 'FULL' | 'TIMEOUT') => void;
 }) {
   const { repo, batcher, log } = d;
 
-  /** Commits batches (one statement) and hands their notifications to delivery. */
+  /**
+   * Commits batches (one statement) and hands their notifications to delivery.
+   * Parcels of a batch that is no longer one (some of it was batched by
+   * another committer, so the rest is not full or not due) go back into Redis.
+   */
   async function commit(batches: readonly { areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
     const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
-    const done = await repo.commitBatches(withIds, reason);
+    const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
     await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
     for (const b of done) {
       log.info({ batchId: b.batchId, reason, parcels: b.attached }, 'batch dispatched');
       d.onBatch(reason);
     }
+    await putBack(left);
     return done;
   }
 
-  /** Puts a WAITING parcel into its area's group; commits the batch it completes. Returns that batch's id. */
-  async function group(p: ParcelRow): Promise<string | null> {
-    let taken: TakenItem[];
+  /**
+   * Commits full batches taken out of one area's group; if that fails they go
+   * back into Redis (then the flusher, or else the reconciliation pass, batches them).
+   */
+  async function commitFull(areaCode: string, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
+    if (batches.length === 0) return [];
     try {
-      // The wait counts from the intake (the row's time), not from when Redis heard of it.
-      ({ taken } = await withTimeout(batcher.add(p.areaCode, p.trackingNo, p.createdAt.getTime()), REDIS_CALL_TIMEOUT_MS, 'batcher add'));
+      return await commit(
+        batches.map((b) => ({ areaCode, trackingNos: b.map((t) => t.item) })),
+        'FULL',
+      );
     } catch (err) {
-      log.warn({ err, trackingNo: p.trackingNo }, 'parcel not grouped in Redis; the reconciliation pass will batch it');
+      log.error({ err, area: areaCode }, 'full batch not committed; putting it back');
+      await restore(areaCode, batches.flat(), false);
+      return [];
+    }
+  }
+
+  /**
+   * Puts parcels back into their area's group, arrival as it was. With
+   * `takeFull`, a group the put back makes full is batched at once. Never
+   * throws: what is not put back, the reconciliation pass puts back or batches.
+   */
+  async function restore(areaCode: string, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
+    let batches: TakenItem[][];
+    try {
+      ({ batches } = await redisCall(batcher.restore(areaCode, items, { takeFull }), 'batcher restore'));
+    } catch (err) {
+      log.warn({ err, area: areaCode, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
+      return;
+    }
+    await commitFull(areaCode, batches);
+  }
+
+  /**
+   * Puts what a commit left over back. Parcels of a TIMEOUT batch the
+   * database found not yet due (its clock behind Redis') are held until it
+   * is (at most MAX_HOLD_MS at a time): back at once, they would be taken
+   * again at once, round after round, until the database's clock caught up.
+   */
+  async function putBack(left: readonly LeftParcel[]): Promise<void> {
+    const now = new Map<string, TakenItem[]>();
+    const later = new Map<string, { items: TakenItem[]; inMs: number }>();
+    for (const l of left) {
+      const item = { item: l.trackingNo, arrivedAt: l.arrivedAt };
+      if (l.dueInMs > 0) {
+        const h = later.get(l.areaCode) ?? { items: [], inMs: 0 };
+        h.items.push(item);
+        h.inMs = Math.max(h.inMs, Math.min(l.dueInMs, MAX_HOLD_MS));
+        later.set(l.areaCode, h);
+      } else now.set(l.areaCode, [...(now.get(l.areaCode) ?? []), item]);
+    }
+    for (const [area, h] of later) setTimeout(() => void restore(area, h.items, true), h.inMs).unref();
+    for (const [area, items] of now) await restore(area, items, true);
+  }
+
+  /** Puts a WAITING parcel into its area's group; commits the batch it completes. Returns that batch. */
+  async function group(p: ParcelRow): Promise<CommittedBatch | null> {
+    // The wait counts from the intake (the row's time), not from when Redis heard of it.
+    const add = batcher.add(p.areaCode, p.trackingNo, p.createdAt.getTime());
+    let batches: TakenItem[][];
+    try {
+      const r = await redisCall(add, 'batcher add');
+      if (r.late) throw new Error('the add reached Redis after its deadline and changed nothing');
+      batches = r.batches;
+    } catch (err) {
+      // An add answered after this caller gave up may still have run in time:
+      // the batches it took must be committed, not left in neither Redis nor
+      // the database. (A reply lost for good: the reconciliation pass puts the
+      // parcels back.)
+      add.then((late) => commitFull(p.areaCode, late.batches)).catch(() => {});
+      log.warn({ err, trackingNo: p.trackingNo }, 'parcel not grouped in Redis; the reconciliation pass will');
       return null;
     }
-    if (taken.length === 0) return null;
-    try {
-      const [b] = await commit([{ areaCode: p.areaCode, trackingNos: taken.map((t) => t.item) }], 'FULL');
-      return b && taken.some((t) => t.item === p.trackingNo) ? b.batchId : null;
-    } catch (err) {
-      log.error({ err, area: p.areaCode }, 'full batch not committed; putting it back');
-      await batcher.restore(p.areaCode, taken).catch(() => {});
-      return null;
-    }
+    const done = await commitFull(p.areaCode, batches);
+    return done.find((b) => b.trackingNos.includes(p.trackingNo)) ?? null;
   }
 
   return {
@@ -71,8 +131,8 @@ export function createParcelsService(d: {
     async intake(trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
       const inserted = await repo.insertParcel(trackingNo, areaCode);
       if (inserted) {
-        const batchId = await group(inserted);
-        return { parcel: batchId ? { ...inserted, status: 'BATCHED', batchId } : inserted, created: true };
+        const b = await group(inserted);
+        return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
       }
       const existing = await repo.findParcel(trackingNo);
       if (!existing) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
@@ -103,30 +163,17 @@ export function createParcelsService(d: {
 
     /** The flusher's handler: areas whose first parcel waited the maximum time, one round at once. */
     async flushTimedOut(batches: readonly DueBatch[]): Promise<void> {
-      await commit(batches.map((b) => ({ areaCode: b.group, trackingNos: b.items.map((i) => i.item) })), 'TIMEOUT');
+      await commit(
+        batches.map((b) => ({ areaCode: b.group, trackingNos: b.items.map((i) => i.item) })),
+        'TIMEOUT',
+      );
     },
 
-    /**
-     * Safety net for the window between taking a batch out of Redis and
-     * committing it (a crash, a database outage) and for parcels Redis lost:
-     * WAITING parcels past the maximum wait plus the grace become TIMEOUT
-     * batches, and leave Redis so they cannot be batched twice.
-     */
-    async reconcile(): Promise<{ batches: number; parcels: number }> {
-      const overdue = await repo.listOverdue(batcher.maxWaitMs + d.reconcileGraceMs, RECONCILE_PAGE);
-      const byArea = new Map<string, string[]>();
-      for (const p of overdue) byArea.set(p.areaCode, [...(byArea.get(p.areaCode) ?? []), p.trackingNo]);
-      const chunks: { areaCode: string; trackingNos: string[] }[] = [];
-      for (const [areaCode, trackingNos] of byArea) {
-        for (let i = 0; i < trackingNos.length; i += batcher.batchSize) {
-          chunks.push({ areaCode, trackingNos: trackingNos.slice(i, i + batcher.batchSize) });
-        }
-      }
-      const batches = chunks.length ? (await commit(chunks, 'TIMEOUT')).length : 0;
-      for (const c of chunks) await batcher.remove(c.areaCode, c.trackingNos);
-      if (overdue.length) log.warn({ batches, parcels: overdue.length }, 'parcels reconciliation batched overdue parcels');
-      return { batches, parcels: overdue.length };
-    },
+    /** Commits batches; what is no longer a batch goes back to waiting (the reconciliation pass uses it). */
+    commit,
+
+    /** Puts waiting parcels (back) into Redis, batching full groups at once (the reconciliation pass uses it). */
+    regroup: (areaCode: string, items: readonly TakenItem[]) => restore(areaCode, items, true),
   };
 }
 

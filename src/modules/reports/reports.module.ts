@@ -6,10 +6,10 @@ import type { Config } from '../../config.js';
 import type { Db } from '../../core/db.js';
 import { httpOf } from '../../core/http/route.js';
 import type { Logger } from '../../core/logger.js';
-import { createModuleQueue } from '../../core/module-queue.js';
+import { PERIODIC_JOB_OPTIONS, createModuleQueue } from '../../core/module-queue.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { RedisClient } from '../../core/redis.js';
-import type { PeriodicJob } from '../../queue/periodic.js';
+import type { PeriodicJob } from '../../queue/index.js';
 import { type DailyReport, createReportsRepository } from './reports.repository.js';
 
 export const REPORTS_QUEUE = 'reports';
@@ -18,7 +18,13 @@ export const DAILY_JOB_ID = 'reports:daily';
 
 export type ReportsModuleConfig = Pick<
   Config,
-  'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_MAX_PAYLOAD_BYTES' | 'DAILY_REPORT_CRON' | 'DAILY_REPORT_TIMEZONE'
+  | 'QUEUE_PREFIX'
+  | 'QUEUE_SHARDS'
+  | 'QUEUE_MAX_PAYLOAD_BYTES'
+  | 'QUEUE_DEAD_RETENTION_DAYS'
+  | 'QUEUE_DEAD_MAX_PER_SHARD'
+  | 'DAILY_REPORT_CRON'
+  | 'DAILY_REPORT_TIMEZONE'
 >;
 
 /** The local calendar day (YYYY-MM-DD, in `timezone`) before the one `at` falls on. */
@@ -34,7 +40,7 @@ export function createReportsModule(deps: { db: Db; redis: RedisClient; config: 
   const log = deps.log.child({ module: 'reports' });
   const repo = createReportsRepository(deps.db);
   const timezone = config.DAILY_REPORT_TIMEZONE;
-  const queue = createModuleQueue(deps.redis, config, REPORTS_QUEUE, { [DAILY_JOB]: { maxAttempts: 1_000 } });
+  const queue = createModuleQueue(deps.redis, config, REPORTS_QUEUE, { [DAILY_JOB]: PERIODIC_JOB_OPTIONS });
   const daily: PeriodicJob = {
     id: DAILY_JOB_ID,
     type: DAILY_JOB,

@@ -1,7 +1,12 @@
 // SQL of the daily report: one statement computes a local calendar day's
 // figures from the domains' tables and stores them under (day, time zone),
 // replacing an earlier run of the same day, so a repeated run is harmless.
+import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
+import type { NotificationKind } from '../../core/outbox.js';
+
+/** The reminders' kind, spelled by the outbox's list (core/outbox.ts). */
+const REMINDER_KIND = Prisma.raw(`'${'APPOINTMENT_REMINDER' satisfies NotificationKind}'`);
 
 export type DailyFigures = {
   orders: { created: number; paid: number; paidCents: number; cancelledTimeout: number; cancelledCustomer: number };
@@ -34,9 +39,9 @@ export function createReportsRepository(db: Db) {
             FROM orders, b
            WHERE (created_at >= lo AND created_at < hi) OR (paid_at >= lo AND paid_at < hi) OR (cancelled_at >= lo AND cancelled_at < hi)
         ), n AS (
-          SELECT count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND created_at >= lo AND created_at < hi) AS r_written,
-                 count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND sent_at >= lo AND sent_at < hi) AS r_sent,
-                 count(*) FILTER (WHERE kind = 'APPOINTMENT_REMINDER' AND status = 'FAILED' AND created_at >= lo AND created_at < hi) AS r_failed,
+          SELECT count(*) FILTER (WHERE kind = ${REMINDER_KIND} AND created_at >= lo AND created_at < hi) AS r_written,
+                 count(*) FILTER (WHERE kind = ${REMINDER_KIND} AND sent_at >= lo AND sent_at < hi) AS r_sent,
+                 count(*) FILTER (WHERE kind = ${REMINDER_KIND} AND status = 'FAILED' AND created_at >= lo AND created_at < hi) AS r_failed,
                  count(*) FILTER (WHERE sent_at >= lo AND sent_at < hi) AS sent,
                  count(*) FILTER (WHERE status = 'FAILED' AND created_at >= lo AND created_at < hi) AS failed
             FROM notifications, b

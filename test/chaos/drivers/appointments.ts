@@ -53,7 +53,13 @@ export async function driveAppointments(http: Http, load: AppointmentsLoad): Pro
     const booked = await http.send(
       'POST',
       '/appointments',
-      { customerId: `${load.tag}-${i}`, contact: `${load.tag}-${i}@example.com`, channel: 'email', startsAt: startsAt.toISOString(), remindBeforeSeconds: load.leadSeconds },
+      {
+        customerId: `${load.tag}-${i}`,
+        contact: `${load.tag}-${i}@example.com`,
+        channel: 'email',
+        startsAt: startsAt.toISOString(),
+        remindBeforeSeconds: load.leadSeconds,
+      },
       { 'idempotency-key': `${load.tag}-appt-${i}` },
     );
     if (booked.status !== 201) throw new Error(`appointment ${i}: booking answered ${booked.status} ${JSON.stringify(booked.body)}`);

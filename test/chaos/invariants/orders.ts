@@ -33,8 +33,16 @@ export async function checkOrders(db: Db, records: readonly OrderRecord[], recei
   for (const n of notes) notesOf.set(n.orderId as string, [...(notesOf.get(n.orderId as string) ?? []), n]);
 
   const r: OrdersReport = {
-    expected: records.length, seen: 0, lost: 0, duplicated: 0,
-    paid: 0, cancelled: 0, paidWith200ButCancelled: 0, paidWithout200: 0, paidAfterDeadline: 0, wrongCancel: 0,
+    expected: records.length,
+    seen: 0,
+    lost: 0,
+    duplicated: 0,
+    paid: 0,
+    cancelled: 0,
+    paidWith200ButCancelled: 0,
+    paidWithout200: 0,
+    paidAfterDeadline: 0,
+    wrongCancel: 0,
     unknown: rows.filter((o) => !known.has(o.id)).length,
     notifications: { expected: 0, seen: 0, lost: 0, duplicated: 0, resent: 0 },
   };

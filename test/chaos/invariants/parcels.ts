@@ -34,11 +34,16 @@ export async function checkParcels(
   const known = new Set(records.map((x) => x.trackingNo));
 
   const r: ParcelsReport = {
-    expected: records.length, seen: 0, lost: 0, duplicated: 0,
+    expected: records.length,
+    seen: 0,
+    lost: 0,
+    duplicated: 0,
     batches: batches.length,
     full: batches.filter((b) => b.reason === 'FULL').length,
     timeout: batches.filter((b) => b.reason === 'TIMEOUT').length,
-    aboveSize: 0, fullBelowSize: 0, wrongArea: 0,
+    aboveSize: 0,
+    fullBelowSize: 0,
+    wrongArea: 0,
     notifications: { expected: 0, seen: 0, lost: 0, duplicated: 0, resent: 0 },
   };
   for (const rec of records) {
@@ -62,7 +67,10 @@ export async function checkParcels(
   }
   const events = new Map<string, { id: string; status: string }[]>();
   for (const b of batches) {
-    events.set(`batch ${b.id}`, notes.filter((n) => n.batchId === b.id));
+    events.set(
+      `batch ${b.id}`,
+      notes.filter((n) => n.batchId === b.id),
+    );
     // parcel_count is what the committing statement attached; more than the
     // batch holds now would mean parcels it counted ended up in another batch.
     if (b.parcelCount !== b.parcels.length) {

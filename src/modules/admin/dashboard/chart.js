@@ -32,7 +32,7 @@ function el(name, attrs, text) {
 function niceTop(max) {
   if (max <= 0) return 1;
   const p = 10 ** Math.floor(Math.log10(max));
-  return ([1, 2, 5, 10].map((m) => m * p).find((v) => v >= max)) ?? 10 * p;
+  return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= max) ?? 10 * p;
 }
 
 /** @param {number} ms */

@@ -80,7 +80,14 @@ function deadTable(queue, jobs, dead) {
     const tr = cell('tr', '', { jobId: j.id });
     const actions = cell('td');
     actions.append(cell('button', 'Redrive', { action: 'redrive', queue, id: j.id }), ' ', cell('button', 'Delete', { action: 'delete', queue, id: j.id }));
-    tr.append(cell('td', j.id), cell('td', j.type), cell('td', j.attempts), cell('td', j.diedAt ? new Date(j.diedAt).toLocaleTimeString() : ''), cell('td', j.lastError ?? ''), actions);
+    tr.append(
+      cell('td', j.id),
+      cell('td', j.type),
+      cell('td', j.attempts),
+      cell('td', j.diedAt ? new Date(j.diedAt).toLocaleTimeString() : ''),
+      cell('td', j.lastError ?? ''),
+      actions,
+    );
     body.append(tr);
   }
   table.append(body);
@@ -122,7 +129,14 @@ async function renderBatches() {
   const { batches } = /** @type {{ batches: Batch[] }} */ (await api('/admin/batches?limit=20'));
   const rows = batches.map((b) => {
     const tr = cell('tr', '', { batchId: b.id });
-    tr.append(cell('td', new Date(b.createdAt).toLocaleTimeString()), cell('td', b.area), cell('td', b.vehiclePlate), cell('td', b.reason), cell('td', b.parcels), cell('td', b.id.slice(0, 8)));
+    tr.append(
+      cell('td', new Date(b.createdAt).toLocaleTimeString()),
+      cell('td', b.area),
+      cell('td', b.vehiclePlate),
+      cell('td', b.reason),
+      cell('td', b.parcels),
+      cell('td', b.id.slice(0, 8)),
+    );
     return tr;
   });
   /** @type {HTMLTableElement} */ ($('batches')).tBodies[0]?.replaceChildren(...rows);

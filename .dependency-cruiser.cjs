@@ -1,0 +1,34 @@
+// The boundaries of STYLE.md, checked on every `npm run lint`: no import
+// cycles; a domain module never imports another; core/ never imports a
+// module; the delay-queue engine (src/queue/) imports nothing of the service;
+// modules and core reach the engine only through src/queue/index.ts.
+module.exports = {
+  forbidden: [
+    { name: 'no-cycles', severity: 'error', from: { path: '^src' }, to: { circular: true } },
+    {
+      name: 'modules-never-import-siblings',
+      severity: 'error',
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^src/modules/([^/]+)/', pathNot: '^src/modules/$1/' },
+    },
+    { name: 'core-never-imports-modules', severity: 'error', from: { path: '^src/core/' }, to: { path: '^src/(modules|composition)/' } },
+    {
+      name: 'engine-is-a-leaf',
+      severity: 'error',
+      from: { path: '^src/queue/' },
+      to: { path: '^src/', pathNot: '^src/queue/' },
+    },
+    {
+      name: 'engine-only-through-its-index',
+      severity: 'error',
+      from: { path: '^src/(modules|core|composition)/|^src/[^/]+\\.ts$' },
+      to: { path: '^src/queue/', pathNot: '^src/queue/index\\.ts$' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/generated/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};

@@ -1,0 +1,43 @@
+--[[
+redrive: move dead jobs back to due (now), with their attempts reset, either
+one by id or up to a bound of the oldest.
+
+Why atomic: leaving the dead set and re-entering due with a fresh record must
+be one step, or the job could be in neither set.
+
+Uses lua/lib/record.lua and lua/lib/due-index.lua.
+
+KEYS[1] due         ZSET  bucket name -> lower bound (ms)
+KEYS[2] dueBuckets  prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] jobs        HASH  job id -> record (lib/record.lua)
+KEYS[4] dead        ZSET  job id -> time of death (ms)
+
+ARGV[1] wake channel
+ARGV[2] "one" | "all"
+ARGV[3] job id for "one"; max count for "all"
+
+Returns the number of jobs redriven. The last error stays in the errors hash
+until the job is acked, so an operator can still see why it died.
+]]
+local due, dueBuckets, jobs, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+dueUse(due, dueBuckets)
+local now = nowMs()
+local nowText = string.format('%d', now)
+local ids
+if ARGV[2] == 'one' then
+  ids = { ARGV[3] }
+else
+  ids = redis.call('ZRANGE', dead, 0, tonumber(ARGV[3]) - 1)
+end
+local count = 0
+for _, id in ipairs(ids) do
+  local rec = redis.call('HGET', jobs, id)
+  local moved = rec and recordMoved(rec, nowText)
+  if moved and redis.call('ZREM', dead, id) == 1 then
+    redis.call('HSET', jobs, id, moved)
+    dueAdd(nowText, id)
+    count = count + 1
+  end
+end
+if count > 0 then redis.call('PUBLISH', ARGV[1], now) end
+return count

@@ -1,0 +1,54 @@
+// The appointments' safety net, a periodic job: reminders overdue past the
+// grace (none written for the slot held) are written right here, whatever
+// became of their job; reminders due within the next two intervals get their
+// job set to the slot held (upsert, so a job left at an old slot is
+// corrected). Later ones wait until they enter that window, which keeps each
+// pass small.
+import { forEachPage } from '../../core/keyset.js';
+import type { Logger } from '../../core/logger.js';
+import type { PeriodicJob, Queue } from '../../queue/index.js';
+import type { AppointmentsRepository } from './appointments.repository.js';
+import { type AppointmentsService, REMIND_JOB, remindJobId } from './appointments.service.js';
+
+export const RECONCILE_JOB = 'appointments.reconcile';
+export const RECONCILE_JOB_ID = 'appointments:reconcile';
+
+const PAGE = 1_000;
+
+type Unreminded = { id: string; remindAt: Date; startsAt: Date; overdue: boolean };
+
+export function createAppointmentsReconcile(d: {
+  repo: AppointmentsRepository;
+  service: Pick<AppointmentsService, 'remind'>;
+  queue: Queue;
+  log: Logger;
+  /** How late a reminder may be before the pass writes it itself. */
+  graceSeconds: number;
+  everyMs: number;
+}) {
+  async function run(horizonMs: number): Promise<{ written: number; jobsSet: number }> {
+    let written = 0;
+    let jobsSet = 0;
+    await forEachPage(
+      (after: Unreminded | null) => d.repo.listUnreminded(d.graceSeconds, horizonMs, after, PAGE),
+      async (page) => {
+        for (const a of page.filter((x) => x.overdue)) {
+          if ((await d.service.remind(a.id, a.startsAt.getTime())).kind === 'written') written++;
+        }
+        const upcoming = page.filter((x) => !x.overdue);
+        if (upcoming.length === 0) return;
+        await d.queue.scheduleMany(
+          upcoming.map((a) => ({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: { appointmentId: a.id, startsAt: a.startsAt.getTime() } })),
+        );
+        jobsSet += upcoming.length;
+      },
+    );
+    if (written) d.log.warn({ written }, 'appointments reconciliation wrote overdue reminders');
+    return { written, jobsSet };
+  }
+
+  const job: PeriodicJob = { id: RECONCILE_JOB_ID, type: RECONCILE_JOB, schedule: { everyMs: d.everyMs }, run: () => run(2 * d.everyMs) };
+  return { run, job };
+}
+
+export type AppointmentsReconcile = ReturnType<typeof createAppointmentsReconcile>;

@@ -1,0 +1,352 @@
+// The consumer side of one delay queue: claims due jobs from every shard in
+// batches, runs them on a bounded pool, acks in bulk, retries failures with
+// backoff, dead-letters what cannot succeed, and stops gracefully.
+import { type AckBatcher, createAckBatcher } from './ack-batcher.js';
+import { adaptivePrefetch, fixedPrefetch } from './prefetch-budget.js';
+import { NonRetryableError, QueueErrorCode, QueueInputError } from '../errors.js';
+import type { ShardKeys } from '../keys.js';
+import { type Queue, decodePayload } from '../producer/queue.js';
+import { parseRecord } from '../record.js';
+import { timeOf } from '../producer/schedule-input.js';
+import { createFailureHandler } from './job-failure.js';
+import { type ClaimedRaw, type RedisClient, runExtend, runNack, runRelease } from '../scripts/scripts.js';
+import { createServerClock, localNow } from '../wake/server-clock.js';
+import { type ShardPoller, createShardPoller } from './shard-poller.js';
+import { type Job, type JobContext, type JobHandler, type JobOutcome, type QueueLogger, type WorkerEvent, silentLogger } from '../types.js';
+import { type WakeSubscriber, listenForWakeUps } from '../wake/wake-subscriber.js';
+
+export type WorkerOptions = {
+  readonly queue: Queue;
+  /** Connection for scripts. */
+  readonly redis: RedisClient;
+  /** Connection for Pub/Sub (it cannot run other commands); default: a duplicate of redis. */
+  readonly subscriber?: RedisClient;
+  /** A handler for every job type of the queue. */
+  readonly handlers: Readonly<Record<string, JobHandler>>;
+  /** Handlers running at once. Default 50. */
+  readonly concurrency?: number;
+  /**
+   * Claimed jobs waiting for a free slot, beyond the running ones. Default:
+   * adaptive, from max(concurrency, 20) up to about 50 ms of work at the recent
+   * completion rate (at most 1 000); a number fixes it.
+   */
+  readonly prefetch?: number;
+  /** Max jobs per claim call. Default 200. */
+  readonly batchSize?: number;
+  /** Lease of a claimed job (ms); a job not acked by then is delivered again. Default 30 s. */
+  readonly leaseMs?: number;
+  /** Longest sleep without a claim, the safety net for a missed wake message (ms). Default 5 s. */
+  readonly idleRecheckMs?: number;
+  /** How long stop() lets running handlers finish (ms). Default 10 s. */
+  readonly shutdownGraceMs?: number;
+  /**
+   * A claim not answered this long (ms) counts as lost and is tried again; a
+   * claim that reaches Redis later than this (on a connection to a server that
+   * hung meanwhile) changes nothing there. Keep it below the connection's
+   * socket timeout. Default 2 s.
+   */
+  readonly claimTimeoutMs?: number;
+  readonly log?: QueueLogger;
+  readonly onEvent?: (e: WorkerEvent) => void;
+};
+
+type Claimed = { job: Job; claimedAt: number };
+
+const ABORT_SETTLE_MS = 1_000;
+/** Longest lease a handler may ask for. */
+const MAX_LEASE_MS = 24 * 3_600_000;
+/** How often dead jobs past the queue's retention are removed. */
+const DEAD_SWEEP_EVERY_MS = 60_000;
+const MAX_PREFETCH = 1_000;
+const PREFETCH_WORK_MS = 50;
+const STALLED_MS = 1_000;
+
+export type Worker = {
+  start(): Promise<void>;
+  /** Stop claiming, release unstarted jobs, let running ones finish within the grace period. */
+  stop(): Promise<{ released: number; unfinished: number }>;
+};
+
+export function createWorker(o: WorkerOptions): Worker {
+  const { queue, redis } = o;
+  const log = o.log ?? silentLogger;
+  const emit = (e: WorkerEvent): void => {
+    try {
+      o.onEvent?.(e);
+    } catch (err) {
+      log.error({ err, event: e.kind }, 'worker event listener threw');
+    }
+  };
+  const concurrency = o.concurrency ?? 50;
+  const prefetch =
+    o.prefetch !== undefined ? fixedPrefetch(o.prefetch) : adaptivePrefetch({ base: Math.max(concurrency, 20), max: MAX_PREFETCH, workMs: PREFETCH_WORK_MS });
+  const leaseMs = o.leaseMs ?? 30_000;
+  const idleRecheckMs = o.idleRecheckMs ?? 5_000;
+  const graceMs = o.shutdownGraceMs ?? 10_000;
+  for (const type of queue.types) {
+    if (typeof o.handlers[type] !== 'function') throw new Error(`worker for queue ${queue.name} has no handler for ${type}`);
+  }
+
+  const clock = createServerClock();
+  const shutdown = new AbortController();
+  const buffer: Claimed[] = [];
+  const running = new Set<Promise<void>>();
+  let stopping = false;
+  let stopped: Promise<{ released: number; unfinished: number }> | null = null;
+  let wake: WakeSubscriber | null = null;
+  let deadSweep: NodeJS.Timeout | null = null;
+
+  const fail = createFailureHandler({ queue, redis, log, emit, shutdown: shutdown.signal });
+  const acks: AckBatcher[] = queue.keys.map((k) => createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' })));
+  const room = () => (stopping ? 0 : concurrency + prefetch.current() - running.size - buffer.length);
+  // A poller waiting for room is woken once a useful batch fits, not per finished job.
+  const lowWater = () => Math.max(1, Math.floor((concurrency + prefetch.current()) / 4));
+  const pollers: ShardPoller[] = queue.keys.map((keys, shard) =>
+    createShardPoller({
+      redis,
+      keys,
+      shard,
+      clock,
+      log,
+      batchSize: o.batchSize ?? 200,
+      leaseMs,
+      idleRecheckMs,
+      claimTimeoutMs: o.claimTimeoutMs ?? 2_000,
+      room,
+      accept,
+      onClaim: (count, reclaimed) => emit({ kind: 'claimed', queue: queue.name, count, reclaimed }),
+      onConnectionSuspect: () => redis.disconnect(true),
+    }),
+  );
+
+  function accept(raws: ClaimedRaw[], shard: number, claimedAt: number, late: boolean): void {
+    // A claim that answered after its timeout may bring more than there is room
+    // for now (or land during shutdown): the rest goes back at once, not after
+    // its lease. (Claims answered in time asked for what there was room for;
+    // the shards' claims may overlap a little, which the pool absorbs.)
+    const space = late ? Math.max(0, room()) : Number.POSITIVE_INFINITY;
+    const k = queue.keys[shard] as ShardKeys;
+    const surplus: { id: string; token: number }[] = [];
+    let taken = 0;
+    for (const raw of raws) {
+      let job: Job;
+      try {
+        job = jobOf(raw, shard);
+      } catch (err) {
+        // The claim script reads records by the same rule, so this is a bug or a
+        // hand-edited key; one job must not take the worker down with it.
+        void deadLetterUnreadable(k, raw, err);
+        continue;
+      }
+      if (taken >= space) {
+        surplus.push({ id: job.id, token: job.token });
+        continue;
+      }
+      buffer.push({ job, claimedAt });
+      taken++;
+    }
+    if (surplus.length > 0) {
+      runRelease(redis, k, surplus).catch((err: unknown) =>
+        log.error({ err, queue: queue.name, count: surplus.length }, 'release failed; jobs return after their lease'),
+      );
+    }
+    pump();
+  }
+
+  function jobOf(raw: ClaimedRaw, shard: number): Job {
+    const rec = parseRecord(raw.record);
+    const maxAttempts = queue.maxAttemptsOf(rec.type, rec.maxAttempts);
+    return {
+      queue: queue.name,
+      shard,
+      id: raw.id,
+      type: rec.type,
+      payload: rec.payload,
+      attempts: rec.attempts,
+      maxAttempts,
+      lastAttempt: rec.attempts >= maxAttempts,
+      dueAt: raw.dueAt,
+      token: rec.token,
+    };
+  }
+
+  async function deadLetterUnreadable(k: ShardKeys, raw: ClaimedRaw, err: unknown): Promise<void> {
+    log.error({ err, queue: queue.name, jobId: raw.id }, 'claimed job record unreadable; dead-lettering it');
+    const token = Number(/^(\d+),/.exec(raw.record)?.[1] ?? NaN);
+    if (!Number.isSafeInteger(token)) return; // not even a token: it returns after its lease and the claim parks it
+    try {
+      await runNack(redis, k, raw.id, token, 'dead', 0, `unreadable job record: ${String(err)}`.slice(0, 2_000));
+    } catch (nackErr) {
+      log.error({ err: nackErr, queue: queue.name, jobId: raw.id }, 'dead-lettering failed; the job returns after its lease');
+    }
+  }
+
+  function pump(): void {
+    if (stopping) return;
+    while (running.size < concurrency && buffer.length > 0) {
+      const c = buffer.shift() as Claimed;
+      const p = run(c)
+        .then((ran) => {
+          if (ran) prefetch.completed();
+        })
+        .catch((err: unknown) => log.error({ err, queue: queue.name, jobId: c.job.id }, 'job run failed; it returns after its lease'))
+        .finally(() => {
+          running.delete(p);
+          pump();
+        });
+      running.add(p);
+    }
+    // Jobs slowed down since they were claimed (the oldest buffered one has
+    // waited long): hand back what the buffer holds beyond the budget, so other
+    // workers take it now instead of it waiting here behind slow handlers.
+    const head = buffer[0];
+    const budget = prefetch.current();
+    if (head && buffer.length > budget && localNow() - head.claimedAt > STALLED_MS) void releaseBuffered(budget);
+    if (room() >= lowWater()) for (const p of pollers) if (p.starved) p.wakeNow();
+  }
+
+  /** Runs one claimed job; false when it was not run (its lease was lost while it waited). */
+  async function run(c: Claimed): Promise<boolean> {
+    const { job } = c;
+    const k = queue.keys[job.shard] as ShardKeys;
+    // A job that waited in the buffer for much of its lease renews it first,
+    // so a slow pool never lets the lease run out before the handler starts.
+    if (localNow() - c.claimedAt > leaseMs / 2 && !(await extend(job, leaseMs))) return false;
+    const started = localNow();
+    emit({ kind: 'started', job, latenessMs: clock.now() - job.dueAt });
+    const ctx: JobContext = { signal: shutdown.signal, extendLease: async (ms) => extend(job, checkLease(ms ?? leaseMs)), leaseMs, now: clock.now };
+    let outcome: void | JobOutcome;
+    try {
+      // Claims count attempts, so a job whose deliveries all lost their lease
+      // (it crashes or hangs its workers) arrives here past its limit.
+      if (job.attempts > job.maxAttempts) {
+        throw new NonRetryableError(`lease expired on each of ${job.maxAttempts} attempts; not run again`);
+      }
+      const handler = o.handlers[job.type];
+      if (!handler) throw new NonRetryableError(`no handler for job type ${job.type}`);
+      outcome = await handler({ ...job, payload: decodeOrFail(job.payload as string) }, ctx);
+    } catch (err) {
+      await fail(job, err);
+      return true;
+    }
+    if (outcome && ('retryAt' in outcome || 'retryInMs' in outcome)) {
+      // retryAt is on Redis's clock: the job lands on it exactly (a periodic
+      // job's next occurrence), whatever this worker's clock estimate; retryInMs
+      // counts from when Redis takes the job back.
+      let when: { at: number } | { delayMs: number };
+      try {
+        // Checked like a schedule's time: it becomes the job's due time and
+        // names its due bucket. NaN, negative or too far is the handler's
+        // bug: the job fails as if the handler threw, naming the time.
+        const t = timeOf('retryAt' in outcome ? { at: outcome.retryAt } : { delayMs: outcome.retryInMs });
+        when = t.timeKind === 'at' ? { at: t.time } : { delayMs: t.time };
+      } catch (err) {
+        await fail(job, err);
+        return true;
+      }
+      await runRelease(redis, k, [{ id: job.id, token: job.token }], when);
+      return true;
+    }
+    (acks[job.shard] as AckBatcher).add(job.id, job.token);
+    emit({ kind: 'completed', job, durationMs: localNow() - started });
+    return true;
+  }
+
+  async function extend(job: Job, ms: number): Promise<boolean> {
+    const until = await runExtend(redis, queue.keys[job.shard] as ShardKeys, job.id, job.token, ms);
+    if (until === null) emit({ kind: 'stale', queue: queue.name, id: job.id, op: 'extend' });
+    return until !== null;
+  }
+
+  /** Dead jobs past the queue's retention go, a bounded number per sweep. */
+  async function sweepDead(): Promise<void> {
+    try {
+      const removed = await queue.trimDead();
+      if (removed > 0) log.info({ queue: queue.name, removed }, 'dead jobs past the retention removed');
+    } catch (err) {
+      log.warn({ err, queue: queue.name }, 'dead-set trim failed; trying again next sweep');
+    }
+  }
+
+  /** Hands back the buffered jobs from index `from` on (all by default), attempts refunded. */
+  async function releaseBuffered(from = 0): Promise<number> {
+    const taken = buffer.splice(from);
+    let released = 0;
+    for (let shard = 0; shard < queue.keys.length; shard++) {
+      const items = taken.filter((c) => c.job.shard === shard).map((c) => ({ id: c.job.id, token: c.job.token }));
+      if (items.length === 0) continue;
+      try {
+        released += await runRelease(redis, queue.keys[shard] as ShardKeys, items);
+      } catch (err) {
+        log.error({ err, queue: queue.name, count: items.length }, 'release failed; jobs return after their lease');
+      }
+    }
+    return released;
+  }
+
+  return {
+    async start() {
+      wake = await listenForWakeUps({
+        redis,
+        ...(o.subscriber && { subscriber: o.subscriber }),
+        // A new head announces its due time.
+        targets: queue.keys.map((k, shard) => {
+          const poller = pollers[shard] as ShardPoller;
+          return { channel: k.wake, wakeAt: (dueAt) => poller.wakeAt(clock.localAt(dueAt)), wakeNow: poller.wakeNow };
+        }),
+        idleRecheckMs,
+        log,
+      });
+      deadSweep = setInterval(() => void sweepDead(), DEAD_SWEEP_EVERY_MS);
+      deadSweep.unref();
+      log.info({ queue: queue.name, shards: queue.shards, concurrency }, 'worker started');
+    },
+
+    stop() {
+      // A second stop() (a test harness, a signal during shutdown) waits for the first.
+      stopped ??= shutdownOnce();
+      return stopped;
+    },
+  };
+
+  async function shutdownOnce(): Promise<{ released: number; unfinished: number }> {
+    stopping = true;
+    if (deadSweep) clearInterval(deadSweep);
+    await Promise.all(pollers.map((p) => p.stop()));
+    const released = await releaseBuffered();
+    await wake?.stop();
+    const deadline = localNow() + graceMs;
+    await settle(graceMs);
+    const unfinished = running.size;
+    if (unfinished > 0) {
+      shutdown.abort(new Error('worker shutdown grace period ended'));
+      log.warn({ queue: queue.name, unfinished }, 'handlers still running at shutdown; their jobs are released or return after the lease');
+      await settle(ABORT_SETTLE_MS); // handlers that honour the signal hand their jobs back
+    }
+    await Promise.all(acks.map((a) => a.drain(Math.max(deadline, localNow() + 1_000))));
+    log.info({ queue: queue.name, released, unfinished }, 'worker stopped');
+    return { released, unfinished };
+  }
+
+  async function settle(ms: number): Promise<void> {
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...running]), new Promise((r) => (t = setTimeout(r, ms)))]);
+    clearTimeout(t);
+  }
+}
+
+/** A lease length a handler asked for: whole ms, 1 ms to a day (Infinity would pin the job in flight for ever). */
+function checkLease(ms: number): number {
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > MAX_LEASE_MS) {
+    throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, `a lease must be whole ms from 1 to ${MAX_LEASE_MS}: ${ms}`);
+  }
+  return ms;
+}
+
+function decodeOrFail(text: string): unknown {
+  try {
+    return decodePayload(text);
+  } catch (err) {
+    throw new NonRetryableError(`payload is not valid JSON: ${String(err)}`);
+  }
+}

@@ -1,0 +1,41 @@
+// The delay-queue engine's one public entry: what domain modules, the
+// composition root and core/ may use. Everything else under src/queue/ is the
+// engine's own (README.md beside this file draws a job's path through it).
+
+// Producer and operator side: schedule, move, cancel, look up, dead letters.
+export {
+  DEFAULT_MAX_ATTEMPTS,
+  type DeadRetention,
+  type JobInfo,
+  type JobState,
+  type JobTypeOptions,
+  type Queue,
+  type QueueOptions,
+  type QueueStats,
+  type ScheduleInput,
+  type ScheduleMode,
+  type ScheduleResult,
+  type When,
+  createQueue,
+  decodePayload,
+} from './producer/queue.js';
+// Consumer side: workers, the handler contract, errors a handler may throw.
+export { type Worker, type WorkerOptions, createWorker } from './consumer/worker.js';
+export type { BackoffPolicy } from './consumer/backoff.js';
+export { type Job, type JobContext, type JobHandler, type JobOutcome, type QueueLogger, type WorkerEvent, silentLogger } from './types.js';
+export { NonRetryableError, QueueErrorCode, QueueInputError } from './errors.js';
+// Periodic jobs on the queue.
+export { type PeriodicJob, type Schedule, checkSchedule, periodicHandler, startPeriodicKeeper } from './periodic/periodic.js';
+// Grouping items into batches by size or wait (parcels per area).
+export { type Batcher, type BatcherOptions, createBatcher } from './batcher/batcher.js';
+export { type BatchHandler, createBatchFlusher } from './batcher/batch-flusher.js';
+export type { DueBatch, TakenItem } from './scripts/batch-scripts.js';
+export { BATCH_GROUP_PATTERN, batcherKeys, batcherPrefix } from './keys.js';
+// Telemetry and start-up checks.
+export { LATENESS_BUCKETS_MS, createLatenessRecorder } from './telemetry/lateness-recorder.js';
+export { type LatenessReader, createLatenessReader } from './telemetry/lateness-reader.js';
+export { checkEvictionPolicy } from './checks/eviction-check.js';
+export { QueueLayoutError, checkQueueLayout } from './checks/layout-check.js';
+// The connection the engine runs on, and bounding a call in time.
+export { type RedisClient, isCluster, masters, subscriberOf } from './redis-client.js';
+export { TimeoutError, withTimeout } from './timeout.js';

@@ -1,0 +1,321 @@
+// Model-based suite of appointments and their reminders: random bookings
+// whose remind times fall just before, at or after now, moves to new slots
+// and back to earlier ones, cancellations, a move raced against a cancel,
+// repeated bookings under their Idempotency-Key, reads, time steps around the
+// remind times, receiver behaviours and faults. The model keeps, per slot
+// (appointment and start), when the appointment held it and the remind time
+// it had then. The rules checked:
+// - every answer agrees with the model at once (a move of a cancelled
+//   appointment is refused, a repeated booking answers the same one, a read
+//   shows at most one reminder per slot);
+// - once settled: a slot held long enough past its remind time has exactly
+//   one reminder, SENT and taken by the receiver (or, for a slot left later,
+//   withdrawn after the receiver failed every call); a slot given up before its
+//   remind time has none the receiver took; for one given up around it, the
+//   reminder is either delivered (SENT) or not (never SENT), and the record
+//   says which; no reminder is written before its slot's remind time or after
+//   the slot was left for good; the receiver takes a reminder twice only when
+//   a fault cut a send off.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Reply } from '../chaos/drivers/http.js';
+import { type Real, Step, problems, runSuite, settled } from './runner.js';
+import { type World, startWorld } from './world.js';
+
+const EPS_MS = 100;
+const SETTLE_MS = 60_000;
+// How long a slot must stay held past its remind time to be owed a reminder:
+// time for the job, its lease after a killed worker, or a reconciliation pass
+// after Redis lost it (1 s passes, 1 s grace) — and none of that without faults.
+const OWED_AFTER_MS = { calm: 1_000, faults: 8_000 };
+// A start this close is refused as past by the time the request lands.
+const MIN_AHEAD_MS = 400;
+
+type Held = { from: number; untilLow: number; untilHigh: number; remindAt: number };
+type Appt = { id: string; key: string; body: Record<string, unknown>; leadMs: number; cancelled: boolean; current: string; slots: Map<string, Held[]> };
+type Model = { appts: Appt[] };
+
+let world: World;
+beforeAll(async () => {
+  world = await startWorld('appointments');
+}, 120_000);
+afterAll(async () => {
+  await world?.close();
+});
+
+function fail(what: string, r: Reply): never {
+  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+/** A start `offsetMs` after now + lead: its remind time lies `offsetMs` from now (or now, if that passed). */
+const startAt = (leadMs: number, offsetMs: number) => new Date(Date.now() + Math.max(leadMs + offsetMs, MIN_AHEAD_MS + 600)).toISOString();
+
+function open(a: Appt, startsAt: string, from: number, remindAt: number): void {
+  a.current = startsAt;
+  const list = a.slots.get(startsAt) ?? [];
+  list.push({ from, untilLow: Infinity, untilHigh: Infinity, remindAt });
+  a.slots.set(startsAt, list);
+}
+
+function close(a: Appt, low: number, high: number): void {
+  const h = a.slots.get(a.current)?.at(-1);
+  if (h && h.untilLow === Infinity) {
+    h.untilLow = low;
+    h.untilHigh = high;
+  }
+}
+
+class Book extends Step<Model> {
+  constructor(
+    readonly leadSeconds: number,
+    readonly offsetMs: number,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const key = `${r.tag}-a${m.appts.length}`;
+    const startsAt = startAt(this.leadSeconds * 1_000, this.offsetMs);
+    const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: this.leadSeconds };
+    const res = await r.world.http.send('POST', '/appointments', body, { 'idempotency-key': key });
+    if (res.status !== 201) fail('book', res);
+    if (res.body.startsAt !== startsAt) fail(`book at ${startsAt}`, res);
+    const a: Appt = { id: String(res.body.id), key, body, leadMs: this.leadSeconds * 1_000, cancelled: false, current: startsAt, slots: new Map() };
+    open(a, startsAt, res.firstSentAt, Date.parse(String(res.body.remindAt)));
+    m.appts.push(a);
+  }
+  toString() {
+    return `Book(lead ${this.leadSeconds}s, remind in ${this.offsetMs} ms)`;
+  }
+}
+
+abstract class OnAppt extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.appts.length > 0;
+  }
+  appt(m: Model): Appt {
+    return m.appts[this.pick % m.appts.length] as Appt;
+  }
+}
+
+class RepeatBook extends OnAppt {
+  async act(m: Model, r: Real) {
+    const a = this.appt(m);
+    const res = await r.world.http.send('POST', '/appointments', a.body, { 'idempotency-key': a.key });
+    if (res.status !== 201 || res.body.id !== a.id) fail(`repeated booking of ${a.id}`, res);
+  }
+  toString() {
+    return `RepeatBook(${this.pick})`;
+  }
+}
+
+/** The slot a move goes to: a new one, or back to one the appointment held before (if still ahead). */
+function target(a: Appt, back: number | null, offsetMs: number): string {
+  if (back !== null) {
+    const earlier = [...a.slots.keys()].filter((s) => s !== a.current && Date.parse(s) > Date.now() + MIN_AHEAD_MS + 600);
+    if (earlier.length) return earlier[back % earlier.length] as string;
+  }
+  return startAt(a.leadMs, offsetMs);
+}
+
+function applyMove(a: Appt, to: string, res: Reply): void {
+  if (res.status === 200) {
+    if (a.cancelled) fail(`move of ${a.id} after its cancel was answered`, res);
+    if (res.body.startsAt !== to) fail(`move of ${a.id} to ${to}`, res);
+    if (to !== a.current) {
+      close(a, res.firstSentAt, res.receivedAt);
+      open(a, to, res.firstSentAt, Date.parse(String(res.body.remindAt)));
+    }
+    return;
+  }
+  if (res.status === 409 && res.body.code === 'APPOINTMENT_CANCELLED') {
+    if (!a.cancelled) fail(`move of ${a.id}: refused as cancelled, never cancelled`, res);
+    return;
+  }
+  // Retried after a 503 until the start had passed: an earlier attempt may have moved it.
+  if (res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.attempts > 1)
+    throw new Error(`move of ${a.id} retried past its start: unclear; widen MIN_AHEAD_MS`);
+  fail(`move of ${a.id}`, res);
+}
+
+function applyCancel(a: Appt, res: Reply): void {
+  if (res.status !== 200 || res.body.status !== 'CANCELLED') fail(`cancel of ${a.id}`, res);
+  if (!a.cancelled) close(a, res.firstSentAt, res.receivedAt);
+  a.cancelled = true;
+}
+
+class Move extends OnAppt {
+  constructor(
+    pick: number,
+    readonly back: number | null,
+    readonly offsetMs: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const a = this.appt(m);
+    const to = target(a, this.back, this.offsetMs);
+    applyMove(a, to, await r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: to }));
+  }
+  toString() {
+    return this.back === null ? `Move(${this.pick}, remind in ${this.offsetMs} ms)` : `MoveBack(${this.pick}, ${this.back})`;
+  }
+}
+
+class Cancel extends OnAppt {
+  async act(m: Model, r: Real) {
+    const a = this.appt(m);
+    applyCancel(a, await r.world.http.send('POST', `/appointments/${a.id}/cancel`));
+  }
+  toString() {
+    return `Cancel(${this.pick})`;
+  }
+}
+
+/** A move and a cancel sent together. */
+class MoveAndCancel extends OnAppt {
+  constructor(
+    pick: number,
+    readonly offsetMs: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const a = this.appt(m);
+    const to = target(a, null, this.offsetMs);
+    const [move, cancel] = await Promise.all([
+      r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: to }),
+      r.world.http.send('POST', `/appointments/${a.id}/cancel`),
+    ]);
+    if (move.status === 200 && !a.cancelled) {
+      // Moved, then cancelled (the order of the two is all it can be): the new
+      // slot was held from the move at most until the cancel's answer.
+      close(a, move.firstSentAt, move.receivedAt);
+      open(a, to, move.firstSentAt, Date.parse(String(move.body.remindAt)));
+      const h = a.slots.get(to)!.at(-1)!;
+      h.untilLow = move.firstSentAt;
+      h.untilHigh = cancel.receivedAt;
+      if (cancel.status !== 200) fail(`cancel of ${a.id}`, cancel);
+      a.cancelled = true;
+      return;
+    }
+    applyCancel(a, cancel);
+    if (move.status !== 409 && move.status !== 200) fail(`move of ${a.id} raced with its cancel`, move);
+  }
+  toString() {
+    return `MoveAndCancel(${this.pick}, remind in ${this.offsetMs} ms)`;
+  }
+}
+
+class Read extends OnAppt {
+  async act(m: Model, r: Real) {
+    const a = this.appt(m);
+    const res = await r.world.http.send('GET', `/appointments/${a.id}`);
+    if (res.status !== 200) fail(`get ${a.id}`, res);
+    if (res.body.status !== (a.cancelled ? 'CANCELLED' : 'BOOKED')) fail(`get ${a.id}`, res);
+    const slots = (res.body.reminders as { startsAt: string }[]).map((x) => x.startsAt);
+    if (new Set(slots).size !== slots.length) fail(`get ${a.id}: two reminders for one slot`, res);
+  }
+  toString() {
+    return `Read(${this.pick})`;
+  }
+}
+
+const offset = fc.integer({ min: -1_000, max: 2_500 });
+const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
+  { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset).map(([l, o]) => new Book(l, o)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new RepeatBook(i)) },
+  { weight: 3, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new Move(i, null, o)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, b]) => new Move(i, b, 0)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new MoveAndCancel(i, o)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
+);
+
+type Row = { id: string; appointmentId: string | null; payload: unknown; status: string; createdAt: Date };
+const slotOf = (n: Row) => (n.payload as { startsAt: string }).startsAt;
+
+async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
+  const db = r.world.db;
+  const ids = m.appts.map((a) => a.id);
+  const faulted = Object.keys(r.run.faults).length > 0;
+  const owedAfter = faulted ? OWED_AFTER_MS.faults : OWED_AFTER_MS.calm;
+  const isOwed = (h: Held) => h.untilLow - Math.max(h.from, h.remindAt) >= owedAfter;
+  const rowsNow = () => db.notification.findMany({ where: { appointmentId: { in: ids }, kind: 'APPOINTMENT_REMINDER' } }) as Promise<Row[]>;
+  // Settled: every slot held to the end has its reminder, and no reminder is on its way.
+  const calm = await settled(async () => {
+    if (m.appts.some((a) => !a.cancelled && Math.max(...(a.slots.get(a.current) ?? []).map((h) => h.remindAt)) > Date.now())) return false;
+    const rows = await rowsNow();
+    if (rows.some((n) => n.status === 'PENDING' || n.status === 'SENDING')) return false;
+    return m.appts.every((a) => a.cancelled || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && n.status === 'SENT'));
+  }, SETTLE_MS);
+  const rows = await rowsNow();
+  const p = problems();
+  if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
+  const delivered = new Map<string, number>();
+  for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
+  const counts = { appointments: ids.length, slots: 0, owed: 0, givenUpBefore: 0, around: 0, delivered: 0, deliveredTwice: 0 };
+  for (const a of m.appts) {
+    const mine = rows.filter((n) => n.appointmentId === a.id);
+    for (const n of mine) {
+      const held = a.slots.get(slotOf(n));
+      if (!held) {
+        p.add(`appointment ${a.id}: reminder ${n.id} for a slot it never held (${slotOf(n)})`);
+        continue;
+      }
+      const at = n.createdAt.getTime();
+      if (at < Math.min(...held.map((h) => h.remindAt)) - EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written before the slot's remind time`);
+      if (at > Math.max(...held.map((h) => h.untilHigh)) + EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written after the slot was left`);
+      const got = delivered.get(n.id) ?? 0;
+      if ((n.status === 'SENT') !== got > 0) p.add(`appointment ${a.id}: reminder ${n.id} is ${n.status}, the receiver took it ${got} times`);
+      if (got > 0) counts.delivered++;
+      if (got > 1) {
+        counts.deliveredTwice++;
+        if (!r.run.mayRepeat) p.add(`appointment ${a.id}: reminder ${n.id} taken ${got} times without a fault that could cut a send off`);
+      }
+    }
+    for (const [startsAt, held] of a.slots) {
+      counts.slots++;
+      const forSlot = mine.filter((n) => slotOf(n) === startsAt);
+      if (forSlot.length > 1) p.add(`appointment ${a.id}: ${forSlot.length} reminders for slot ${startsAt}`);
+      const n = forSlot[0];
+      if (held.some(isOwed)) {
+        counts.owed++;
+        // Held to the end: delivered. Left later: written, and delivered, or
+        // withdrawn when the slot was left after the receiver had refused or
+        // failed every call (a reminder of a slot left is not sent any more;
+        // found by the appointments soak, 2026-11-24: a receiver failing for
+        // 12 s, then a move).
+        const heldToEnd = !a.cancelled && a.current === startsAt;
+        const tried = n ? r.world.webhook.calls.filter((c) => c.body.id === n.id).length : 0;
+        const withdrawnAfterTries = !heldToEnd && n?.status === 'CANCELLED' && tried > 0 && (delivered.get(n.id) ?? 0) === 0;
+        if (!n || (n.status !== 'SENT' && !withdrawnAfterTries))
+          p.add(
+            `appointment ${a.id}: slot ${startsAt} held past its remind time, reminder ${n ? `${n.id} ${n.status}, called ${tried} times` : 'never written'}`,
+          );
+      } else if (held.every((h) => h.untilHigh < h.remindAt - EPS_MS)) {
+        counts.givenUpBefore++;
+        if (n && (delivered.get(n.id) ?? 0) > 0) p.add(`appointment ${a.id}: slot ${startsAt} left before its remind time, yet reminder ${n.id} was delivered`);
+      } else counts.around++;
+    }
+  }
+  p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
+  return counts;
+}
+
+describe('appointments and reminders, model-based', () => {
+  it('keeps the rules under random operations, time steps and faults', async () => {
+    const summary = await runSuite<Model>({
+      name: 'appointments',
+      world: () => world,
+      operations,
+      newModel: () => ({ appts: [] }),
+      settleAndCheck,
+      runs: 8,
+      maxCommands: 40,
+    });
+    expect(summary.runs).toBeGreaterThan(0);
+  });
+});

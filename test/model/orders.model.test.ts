@@ -1,0 +1,270 @@
+// Model-based suite of the orders domain: random sequences of creates (some
+// repeated under their Idempotency-Key), pays, customer cancels, pay and
+// cancel raced against each other, reads, time steps around the payment
+// windows, receiver behaviours and faults. The rules checked:
+// - every answer agrees with the model at once: a 200 from pay only inside
+//   the window (by the database clock, within EPS_MS) and never after a
+//   cancel, ORDER_EXPIRED only once the window closed, a cancel refused only
+//   for a paid order, a repeated create answers the same order;
+// - once settled: a 200 from pay means PAID for ever; every other order is
+//   CANCELLED, by the customer only if a cancel was answered 200, otherwise by
+//   the timeout and never before its deadline; one ORDER_CANCELLED row per
+//   cancelled order and none for a paid one, SENT, and the receiver took it
+//   (twice at most when a fault cut a send off, never otherwise).
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Reply } from '../chaos/drivers/http.js';
+import { type Real, Step, problems, runSuite, settled } from './runner.js';
+import { type World, startWorld } from './world.js';
+
+// Two clocks meet here (this process's and PostgreSQL's, one host) and a
+// request's moment in the database lies between its send and its answer.
+const EPS_MS = 100;
+const SETTLE_MS = 60_000;
+
+type Order = {
+  id: string;
+  key: string;
+  body: Record<string, unknown>;
+  expiresAt: number;
+  paid: boolean;
+  cancelled: boolean;
+};
+type Model = { orders: Order[] };
+
+let world: World;
+beforeAll(async () => {
+  world = await startWorld('orders');
+}, 120_000);
+afterAll(async () => {
+  await world?.close();
+});
+
+function fail(what: string, r: Reply): never {
+  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+class Create extends Step<Model> {
+  constructor(readonly timeoutSeconds: 1 | 2) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const key = `${r.tag}-o${m.orders.length}`;
+    const body = { customerId: r.tag, items: [{ sku: 'SKU', quantity: 1 + m.orders.length, unitPriceCents: 100 }], paymentTimeoutSeconds: this.timeoutSeconds };
+    const res = await r.world.http.send('POST', '/orders', body, { 'idempotency-key': key });
+    if (res.status !== 201) fail('create', res);
+    const expiresAt = Date.parse(String(res.body.expiresAt));
+    const createdAt = Date.parse(String(res.body.createdAt));
+    if (expiresAt - createdAt !== this.timeoutSeconds * 1_000) fail(`create: window of ${this.timeoutSeconds} s`, res);
+    m.orders.push({ id: String(res.body.id), key, body, expiresAt, paid: false, cancelled: false });
+  }
+  toString() {
+    return `Create(${this.timeoutSeconds}s)`;
+  }
+}
+
+/** Acts on one of the run's orders, picked by index. */
+abstract class OnOrder extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.orders.length > 0;
+  }
+  order(m: Model): Order {
+    return m.orders[this.pick % m.orders.length] as Order;
+  }
+}
+
+class RepeatCreate extends OnOrder {
+  constructor(
+    pick: number,
+    readonly sameBody: boolean,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    const body = this.sameBody ? o.body : { ...o.body, customerId: `${r.tag}-other` };
+    const res = await r.world.http.send('POST', '/orders', body, { 'idempotency-key': o.key });
+    if (this.sameBody) {
+      if (res.status !== 201 || res.body.id !== o.id) fail(`repeated create of ${o.id}`, res);
+    } else if (res.status !== 422 || res.body.code !== 'IDEMPOTENCY_KEY_REUSED') fail(`create reusing the key of ${o.id}`, res);
+  }
+  toString() {
+    return `RepeatCreate(${this.pick}, ${this.sameBody ? 'same' : 'other'} body)`;
+  }
+}
+
+function applyPay(o: Order, res: Reply): void {
+  if (res.status === 200) {
+    if (res.body.status !== 'PAID') fail(`pay ${o.id}`, res);
+    if (o.cancelled) fail(`pay ${o.id} after a cancel was answered 200`, res);
+    // Paying a paid order again is answered like the first time, whenever it comes.
+    if (!o.paid && res.firstSentAt > o.expiresAt + EPS_MS) fail(`pay ${o.id} sent ${res.firstSentAt - o.expiresAt} ms after its deadline`, res);
+    o.paid = true;
+    return;
+  }
+  if (o.paid) fail(`pay ${o.id} after a 200 pay`, res);
+  if (res.status === 409 && res.body.code === 'ORDER_EXPIRED') {
+    if (res.receivedAt < o.expiresAt - EPS_MS) fail(`pay ${o.id}: expired ${o.expiresAt - res.receivedAt} ms before its deadline`, res);
+    return;
+  }
+  if (res.status === 409 && res.body.code === 'ORDER_NOT_PAYABLE') {
+    if (!o.cancelled && res.receivedAt < o.expiresAt - EPS_MS) fail(`pay ${o.id}: cancelled before its deadline without a cancel`, res);
+    return;
+  }
+  fail(`pay ${o.id}`, res);
+}
+
+function applyCancel(o: Order, res: Reply): void {
+  if (res.status === 200) {
+    if (res.body.status !== 'CANCELLED') fail(`cancel ${o.id}`, res);
+    if (o.paid) fail(`cancel ${o.id} after a 200 pay`, res);
+    o.cancelled = true;
+    return;
+  }
+  if (res.status === 409 && res.body.code === 'ORDER_NOT_CANCELLABLE') {
+    if (!o.paid) o.paid = true; // settled by the pay it raced (its 200 is checked with it)
+    return;
+  }
+  fail(`cancel ${o.id}`, res);
+}
+
+class Pay extends OnOrder {
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    applyPay(o, await r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'ref' }));
+  }
+  toString() {
+    return `Pay(${this.pick})`;
+  }
+}
+
+class Cancel extends OnOrder {
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    applyCancel(o, await r.world.http.send('POST', `/orders/${o.id}/cancel`));
+  }
+  toString() {
+    return `Cancel(${this.pick})`;
+  }
+}
+
+/** Pay and cancel sent together: exactly one may win. */
+class PayAndCancel extends OnOrder {
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    const [pay, cancel] = await Promise.all([
+      r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'race' }),
+      r.world.http.send('POST', `/orders/${o.id}/cancel`),
+    ]);
+    if (pay.status === 200 && cancel.status === 200) throw new Error(`pay and cancel of ${o.id} both answered 200`);
+    // Apply the winner first: the loser's answer is judged against it.
+    if (pay.status === 200) {
+      applyPay(o, pay);
+      applyCancel(o, cancel);
+    } else {
+      applyCancel(o, cancel);
+      applyPay(o, pay);
+    }
+  }
+  toString() {
+    return `PayAndCancel(${this.pick})`;
+  }
+}
+
+class Read extends OnOrder {
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    const res = await r.world.http.send('GET', `/orders/${o.id}`);
+    if (res.status !== 200) fail(`get ${o.id}`, res);
+    if (o.paid && res.body.status !== 'PAID') fail(`get ${o.id}: paid, then`, res);
+    if (o.cancelled && res.body.status !== 'CANCELLED') fail(`get ${o.id}: cancelled, then`, res);
+  }
+  toString() {
+    return `Read(${this.pick})`;
+  }
+}
+
+const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom<1 | 2>(1, 2).map((t) => new Create(t)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, same]) => new RepeatCreate(i, same)) },
+  { weight: 3, arbitrary: fc.nat().map((i) => new Pay(i)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new PayAndCancel(i)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
+);
+
+async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
+  const ids = m.orders.map((o) => o.id);
+  const db = r.world.db;
+  const calm = await settled(async () => {
+    const open = await db.order.count({ where: { id: { in: ids }, status: 'UNPAID' } });
+    const unsent = await db.notification.count({ where: { orderId: { in: ids }, status: { not: 'SENT' } } });
+    return open + unsent === 0;
+  }, SETTLE_MS);
+  const rows = await db.order.findMany({ where: { id: { in: ids } } });
+  const notes = await db.notification.findMany({ where: { orderId: { in: ids } } });
+  const p = problems();
+  if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
+  const delivered = new Map<string, number>();
+  for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
+  const counts = { orders: ids.length, paid: 0, cancelledByTimeout: 0, cancelledByCustomer: 0, delivered: 0, deliveredTwice: 0 };
+  for (const o of m.orders) {
+    const row = rows.find((x) => x.id === o.id);
+    const mine = notes.filter((n) => n.orderId === o.id);
+    if (!row) {
+      p.add(`order ${o.id} is gone`);
+      continue;
+    }
+    if (o.paid) {
+      counts.paid++;
+      if (row.status !== 'PAID') p.add(`order ${o.id}: pay answered 200, now ${row.status}`);
+      if (row.paidAt && row.paidAt.getTime() >= o.expiresAt) p.add(`order ${o.id}: paid ${row.paidAt.getTime() - o.expiresAt} ms after its deadline`);
+      if (mine.length) p.add(`order ${o.id}: paid, yet ${mine.length} cancellation notice(s)`);
+      continue;
+    }
+    if (row.status !== 'CANCELLED') {
+      p.add(`order ${o.id}: never paid, now ${row.status}`);
+      continue;
+    }
+    if (row.cancelReason === 'CUSTOMER') {
+      counts.cancelledByCustomer++;
+      if (!o.cancelled) p.add(`order ${o.id}: cancelled for the customer, but no cancel was answered 200`);
+    } else {
+      counts.cancelledByTimeout++;
+      const early = o.expiresAt - (row.cancelledAt?.getTime() ?? 0);
+      if (early > 0) p.add(`order ${o.id}: cancelled for timeout ${early} ms before its deadline`);
+    }
+    if (mine.length !== 1) {
+      p.add(`order ${o.id}: ${mine.length} cancellation notices`);
+      continue;
+    }
+    const n = mine[0]!;
+    const got = delivered.get(n.id) ?? 0;
+    if (n.status !== 'SENT' || got === 0) p.add(`order ${o.id}: notice ${n.id} is ${n.status}, the receiver took it ${got} times`);
+    if (got > 0) counts.delivered++;
+    if (got > 1) {
+      counts.deliveredTwice++;
+      if (!r.run.mayRepeat) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
+    }
+  }
+  p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
+  return counts;
+}
+
+describe('orders, model-based', () => {
+  it('keeps the rules under random operations, time steps and faults', async () => {
+    const summary = await runSuite<Model>({
+      name: 'orders',
+      world: () => world,
+      operations,
+      newModel: () => ({ orders: [] }),
+      settleAndCheck,
+      runs: 8,
+      maxCommands: 40,
+    });
+    expect(summary.runs).toBeGreaterThan(0);
+  });
+});

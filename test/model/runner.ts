@@ -1,0 +1,215 @@
+// Runs a domain's model-based suite: fast-check generates command sequences
+// (client operations, time steps, receiver behaviours, faults), runs each
+// against the world and the model, settles, then compares the three views
+// (database, receiver, model). A failure shrinks to a minimal sequence and
+// prints the seed and path that replay it.
+//
+// Runs and commands per configuration: MODEL_RUNS (default: the suite's CI
+// count), MODEL_COMMANDS (most commands per run), MODEL_SEED, MODEL_PATH and
+// MODEL_REPLAY (replay a failure: the seed, the path and the replayPath of
+// the printed counterexample), MODEL_RANDOM_SEED=1 (a new draw: the soak),
+// MODEL_FAULTS=0 (client operations and time only), MODEL_TIME_LIMIT_MS (a
+// suite stops there, as failed; default 20 minutes: raise it for a long soak).
+// The summary line of each suite says how many runs and operations it covered.
+import fc from 'fast-check';
+import { FAULT_KINDS, type FaultKind, RECEIVER_KINDS, type ReceiverKind, type RunLog, type World } from './world.js';
+
+export type Real = { world: World; run: RunLog; tag: string };
+
+/** A command of a domain suite: `act` does it to the world and checks the answers against the model. */
+export abstract class Step<M extends object> implements fc.AsyncCommand<M, Real> {
+  abstract act(m: M, r: Real): Promise<void>;
+  abstract toString(): string;
+  check(_m: Readonly<M>): boolean {
+    return true;
+  }
+  async run(m: M, r: Real): Promise<void> {
+    r.run.operations++;
+    await this.act(m, r);
+  }
+}
+
+export class Wait<M extends object> extends Step<M> {
+  constructor(readonly ms: number) {
+    super();
+  }
+  async act(): Promise<void> {
+    await new Promise((res) => setTimeout(res, this.ms));
+  }
+  toString() {
+    return `Wait(${this.ms})`;
+  }
+}
+
+export class Receiver<M extends object> extends Step<M> {
+  constructor(readonly kind: ReceiverKind) {
+    super();
+  }
+  async act(_m: M, r: Real): Promise<void> {
+    r.world.receiver(this.kind);
+  }
+  toString() {
+    return `Receiver(${this.kind})`;
+  }
+}
+
+export class Fault<M extends object> extends Step<M> {
+  constructor(readonly kind: FaultKind) {
+    super();
+  }
+  async act(_m: M, r: Real): Promise<void> {
+    await r.world.fault(this.kind, r.run);
+  }
+  toString() {
+    return `Fault(${this.kind})`;
+  }
+}
+
+/** Time steps around the runs' deadlines (payment windows of 1-2 s, remind times, the 1.5 s parcel wait). */
+export function waits<M extends object>(): fc.Arbitrary<Step<M>> {
+  return fc.oneof(fc.integer({ min: 10, max: 300 }), fc.integer({ min: 300, max: 1_600 })).map((ms) => new Wait<M>(ms));
+}
+
+export function receivers<M extends object>(kinds: readonly ReceiverKind[] = RECEIVER_KINDS.filter((k) => k !== 'reject')): fc.Arbitrary<Step<M>> {
+  return fc.constantFrom(...kinds).map((k) => new Receiver<M>(k));
+}
+
+export function faults<M extends object>(): fc.Arbitrary<Step<M>> {
+  return fc.constantFrom(...FAULT_KINDS).map((k) => new Fault<M>(k));
+}
+
+export type SuiteOptions<M extends object> = {
+  name: string;
+  world: () => World;
+  /** Client operations of the domain (weighted by the caller). */
+  operations: fc.Arbitrary<Step<M>>;
+  /** How the receiver may answer (default: all but refusing as malformed, which ends a notification FAILED). */
+  receiverKinds?: readonly ReceiverKind[];
+  newModel: () => M;
+  /** Waits for the run's entities to end, then compares database, receiver and model; throws what disagrees. */
+  settleAndCheck: (m: M, r: Real) => Promise<Record<string, number>>;
+  runs: number;
+  maxCommands: number;
+};
+
+export type SuiteSummary = {
+  suite: string;
+  runs: number;
+  operations: number;
+  faults: Partial<Record<FaultKind, number>>;
+  checked: Record<string, number>;
+  seed: number;
+};
+
+const envInt = (name: string): number | undefined => (process.env[name] ? Number(process.env[name]) : undefined);
+
+/** Runs the suite's property; returns what it covered. Throws fast-check's report (seed, path, shrunk commands) on a counterexample. */
+export async function runSuite<M extends object>(o: SuiteOptions<M>): Promise<SuiteSummary> {
+  const withFaults = process.env.MODEL_FAULTS !== '0';
+  const step = fc.oneof(
+    { weight: 8, arbitrary: o.operations },
+    { weight: 3, arbitrary: waits<M>() },
+    { weight: 1, arbitrary: receivers<M>(o.receiverKinds) },
+    ...(withFaults ? [{ weight: 1, arbitrary: faults<M>() }] : []),
+  );
+  const replayPath = process.env.MODEL_REPLAY;
+  const commands = fc.commands([step], { maxCommands: envInt('MODEL_COMMANDS') ?? o.maxCommands, size: 'max', ...(replayPath && { replayPath }) });
+  // A fixed seed per suite unless told otherwise: `npm test` runs the same
+  // sequences every time (a failure there is the code's, not the draw's);
+  // the soak draws new ones (MODEL_RANDOM_SEED) and prints the seed to replay.
+  const seed = envInt('MODEL_SEED') ?? (process.env.MODEL_RANDOM_SEED ? Date.now() % 2 ** 31 : fixedSeed(o.name));
+  const summary: SuiteSummary = { suite: o.name, runs: 0, operations: 0, faults: {}, checked: {}, seed };
+  // Said at once (a long soak's report only comes when the whole run ends):
+  // the seed, and the first failure as it happened, before any shrinking.
+  console.log(`model suite ${o.name}: seed ${seed}`);
+  const started = Date.now();
+  let firstFailure = true;
+  const sayFirstFailure = (report: string) => {
+    if (!firstFailure) return;
+    firstFailure = false;
+    console.error(`model suite ${o.name} (seed ${seed}) failed after ${summary.runs} runs; shrinking:\n${report}`);
+  };
+  await fc.assert(
+    fc.asyncProperty(commands, async (cmds) => {
+      const world = o.world();
+      await world.quiesce();
+      world.receiver('ok');
+      const real: Real = { world, run: world.startRun(), tag: world.runTag() };
+      const model = o.newModel();
+      let checked: Record<string, number>;
+      try {
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        world.receiver('ok');
+        await world.quiesce();
+        checked = await o.settleAndCheck(model, real);
+        // A crash of a service process is a failure of its own, whatever the
+        // checks saw (nothing restarts it here, as an orchestrator would).
+        const crashed = world.crashed();
+        if (crashed.length) throw new Error(`run ${real.tag} (logs: ${world.saveLogs(real.tag)}):\n${crashed.join('\n')}`);
+      } catch (err) {
+        const crashed = world.crashed();
+        const told = crashed.length > 0 && !String(err).includes('process ended');
+        const also = told ? `\nservice processes that crashed:\n${crashed.join('\n')}` : '';
+        sayFirstFailure(`${String(err instanceof Error ? err.stack : err)}${also}\ncommands: ${String(cmds)}`);
+        throw err;
+      }
+      summary.runs++;
+      summary.operations += real.run.operations;
+      for (const [k, v] of Object.entries(real.run.faults)) summary.faults[k as FaultKind] = (summary.faults[k as FaultKind] ?? 0) + v;
+      for (const [k, v] of Object.entries(checked)) summary.checked[k] = (summary.checked[k] ?? 0) + v;
+      if (process.env.MODEL_RANDOM_SEED && summary.runs % 10 === 0) {
+        console.log(`model suite ${o.name}: ${summary.runs} runs, ${summary.operations} operations, ${Math.round((Date.now() - started) / 1000)} s`);
+      }
+    }),
+    {
+      numRuns: envInt('MODEL_RUNS') ?? o.runs,
+      seed: summary.seed,
+      ...(process.env.MODEL_PATH && { path: process.env.MODEL_PATH }),
+      verbose: 1,
+      // Shrinking replays whole runs (seconds each, with faults): past this it
+      // stops and reports the smallest failing sequence found so far, with the
+      // seed and path that replay it. Runs that had not finished by then fail.
+      interruptAfterTimeLimit: envInt('MODEL_TIME_LIMIT_MS') ?? 20 * 60_000,
+      markInterruptAsFailure: true,
+    },
+  );
+  console.log(JSON.stringify(summary));
+  return summary;
+}
+
+/**
+ * Waits until `done` has held for `stableMs` without a break (a redriven or
+ * retried delivery may be about to start even when every row looks final),
+ * polling every 200 ms; false after `timeoutMs`.
+ */
+export async function settled(done: () => Promise<boolean>, timeoutMs: number, stableMs = 1_500): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  let since: number | null = null;
+  for (;;) {
+    const now = Date.now();
+    if (await done()) {
+      since ??= now;
+      if (now - since >= stableMs) return true;
+    } else since = null;
+    if (now > end) return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Collects what disagrees, then throws them together (a check reports every problem of the run, not the first). */
+export function problems(): { add(p: string): void; throwIfAny(context: () => string): void } {
+  const list: string[] = [];
+  return {
+    add: (p) => void list.push(p),
+    throwIfAny(context) {
+      if (list.length) throw new Error(`${context()}: ${list.length} problem(s)\n  ${list.slice(0, 20).join('\n  ')}`);
+    },
+  };
+}
+
+/** The suite's seed in CI: derived from its name, so it never changes by itself. */
+function fixedSeed(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % 2 ** 31;
+}

@@ -1,0 +1,262 @@
+// The world a model-based suite drives: the service as it runs in production
+// (an API process and two worker processes, started from src/main.ts), its own
+// PostgreSQL database, a private Redis persisting like production (AOF,
+// fsync every second) reached through a TCP proxy, and the third party the
+// notifications go to (a local webhook receiver). Every run of a suite uses
+// new ids, so runs share one world and its start-up cost.
+//
+// The faults a command can inject, each on this world's own pieces only:
+// a worker killed (SIGKILL) and started again, Redis hung (SIGSTOP/SIGCONT),
+// Redis crashed and restarted losing its latest writes (the AOF cut back),
+// every PostgreSQL connection of the service terminated, and every open Redis
+// connection gone silent (a path that drops packets without a reset).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../src/core/free-port.js';
+import { type Http, createHttp } from '../chaos/drivers/http.js';
+import { type ChildService, restartChildService, startChildService } from '../helpers/child-service.js';
+import { type TestDb, adminQuery, createTestDb } from '../helpers/db.js';
+import { sleep, waitFor } from '../helpers/redis.js';
+import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
+import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
+import { type Answer, type Webhook, startWebhook } from '../helpers/webhook.js';
+
+/** The receiver's next answers: a kind, applied to every call until changed. */
+export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody', 'hang', 'reject'] as const;
+export type ReceiverKind = (typeof RECEIVER_KINDS)[number];
+
+export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Short timings, so a run's deadlines, retries and repairs take seconds. */
+export const MODEL_TIMINGS = {
+  WORKER_LEASE_MS: 2_000,
+  NOTIFY_TIMEOUT_MS: 600,
+  /** The receiver's slow answer: within the timeout, or past it (the caller gives up). */
+  SLOW_OK_MS: 300,
+  SLOW_TIMEOUT_MS: 900,
+  RECONCILE_SECONDS: 1,
+  PARCEL_BATCH_SIZE: 4,
+  PARCEL_MAX_WAIT_MS: 1_500,
+} as const;
+
+/** The admin API's token in the world (a suite may redrive dead jobs). */
+export const MODEL_ADMIN_TOKEN = 'model-suite-admin-token';
+
+const ENV: Readonly<Record<string, string>> = {
+  HOST: '127.0.0.1',
+  ADMIN_TOKEN: MODEL_ADMIN_TOKEN,
+  LOG_LEVEL: 'info',
+  DATABASE_POOL_SIZE: '4',
+  WORKER_LEASE_MS: String(MODEL_TIMINGS.WORKER_LEASE_MS),
+  WORKER_IDLE_RECHECK_MS: '500',
+  SHUTDOWN_GRACE_MS: '1000',
+  REDIS_SOCKET_TIMEOUT_MS: '1500',
+  ORDER_RECONCILE_INTERVAL_SECONDS: String(MODEL_TIMINGS.RECONCILE_SECONDS),
+  ORDER_RECONCILE_GRACE_SECONDS: '1',
+  APPOINTMENT_RECONCILE_INTERVAL_SECONDS: String(MODEL_TIMINGS.RECONCILE_SECONDS),
+  APPOINTMENT_RECONCILE_GRACE_SECONDS: '1',
+  PARCEL_BATCH_SIZE: String(MODEL_TIMINGS.PARCEL_BATCH_SIZE),
+  PARCEL_MAX_WAIT_SECONDS: String(MODEL_TIMINGS.PARCEL_MAX_WAIT_MS / 1_000),
+  PARCEL_RECONCILE_INTERVAL_SECONDS: String(MODEL_TIMINGS.RECONCILE_SECONDS),
+  PARCEL_RECONCILE_GRACE_SECONDS: '1',
+  NOTIFY_RELAY_INTERVAL_SECONDS: '1',
+  NOTIFY_RETRY_DELAYS_MS: '100,200,400',
+  NOTIFY_RETRY_JITTER: '0.2',
+  NOTIFY_MAX_ATTEMPTS: '100', // outlasts any receiver outage of a run
+  NOTIFY_TIMEOUT_MS: String(MODEL_TIMINGS.NOTIFY_TIMEOUT_MS),
+};
+
+/** What happened in a run, for its check and the suite's summary. */
+export type RunLog = {
+  operations: number;
+  faults: Partial<Record<FaultKind, number>>;
+  /** A worker killed or a send cut off mid-way: the receiver may get a notification twice (same id). */
+  mayRepeat: boolean;
+};
+
+export type World = {
+  readonly http: Http;
+  readonly db: TestDb['db'];
+  readonly webhook: Webhook;
+  /** A new tag for one run's ids. */
+  runTag(): string;
+  /** Starts a run's log. */
+  startRun(): RunLog;
+  receiver(kind: ReceiverKind): void;
+  fault(kind: FaultKind, run: RunLog): Promise<void>;
+  /** Waits until no fault is still being repaired by the world itself (a worker restarting). */
+  quiesce(): Promise<void>;
+  /** The service processes that ended without a fault ending them (a crash), each with how and the end of its output. */
+  crashed(): string[];
+  /** Every service process's output, the killed ones' included, saved to a file; returns its path. */
+  saveLogs(name: string): string;
+  close(): Promise<void>;
+};
+
+const receiverAnswer: Record<ReceiverKind, Answer> = {
+  ok: 'ok',
+  fail: 'fail',
+  slowOk: { slowMs: MODEL_TIMINGS.SLOW_OK_MS, then: 'ok' },
+  slowTimeout: { slowMs: MODEL_TIMINGS.SLOW_TIMEOUT_MS, then: 'ok' },
+  // A success whose body outlasts the call's timeout: a success all the same.
+  slowBody: { slowBodyMs: MODEL_TIMINGS.SLOW_TIMEOUT_MS },
+  hang: 'hang',
+  reject: 'reject',
+};
+
+export async function startWorld(name: string, workers = 2): Promise<World> {
+  const tdb = await createTestDb(`model_${name}`);
+  const redis: PrivateRedis = await startPrivateRedis([], { aof: true });
+  const proxy: TcpProxy = await startTcpProxy({ port: redis.port });
+  const webhook = await startWebhook();
+  const aof = sampleAof(redis);
+  const port = await freePort();
+  const env = {
+    ...ENV,
+    DATABASE_URL: tdb.url,
+    REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+    QUEUE_PREFIX: `m${randomBytes(3).toString('hex')}`,
+    NOTIFY_WEBHOOK_URL: webhook.url,
+  };
+  const [api, ...pool] = await Promise.all([
+    startChildService('api', { ...env, PORT: String(port) }),
+    ...Array.from({ length: workers }, () => startChildService('worker', env)),
+  ]);
+  const finished: string[] = [];
+  let restarting: Promise<void> = Promise.resolve();
+  let runs = 0;
+  const http = createHttp(`http://127.0.0.1:${port}`, 60_000);
+
+  async function killWorker(): Promise<void> {
+    await restarting;
+    const i = Math.floor(Math.random() * pool.length);
+    const old = pool[i] as ChildService;
+    await old.kill('SIGKILL');
+    finished.push(`--- worker (killed)\n${old.output()}`);
+    // Started again in the background, as an orchestrator would (again if
+    // that start fails): the run goes on with the other worker meanwhile.
+    restarting = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          pool[i] = await restartChildService(old);
+          return;
+        } catch (err) {
+          finished.push(`--- worker (failed start ${attempt})\n${String(err)}`);
+          if (attempt >= 3) throw err;
+        }
+      }
+    })();
+  }
+
+  async function restartRedis(loseMs: number): Promise<void> {
+    await redis.kill();
+    const bytes = aof.sizeAt(Date.now() - loseMs);
+    redis.truncateAof(bytes);
+    aof.cut(bytes);
+    await sleep(200);
+    await redis.restart();
+  }
+
+  async function terminatePg(): Promise<void> {
+    await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${tdb.name}' AND pid <> pg_backend_pid()`);
+  }
+
+  return {
+    http,
+    db: tdb.db,
+    webhook,
+    runTag: () => `${name}${++runs}-${randomBytes(2).toString('hex')}`,
+    startRun: () => ({ operations: 0, faults: {}, mayRepeat: false }),
+    receiver(kind) {
+      webhook.setBehaviour(() => receiverAnswer[kind]);
+    },
+    async fault(kind, run) {
+      run.faults[kind] = (run.faults[kind] ?? 0) + 1;
+      switch (kind) {
+        case 'killWorker':
+          run.mayRepeat = true;
+          return killWorker();
+        case 'hangRedis':
+          redis.pause();
+          await sleep(2_000);
+          redis.resume();
+          return;
+        case 'restartRedis':
+          return restartRedis(1_000);
+        case 'terminatePg':
+          // A send whose SENT mark fails with its connection is sent again.
+          run.mayRepeat = true;
+          return terminatePg();
+        case 'silenceRedis':
+          proxy.silence();
+          return;
+      }
+    },
+    async quiesce() {
+      await restarting;
+      // Test connections too were cut by a terminate: the first query may fail.
+      await waitFor(
+        async () => {
+          try {
+            await tdb.db.$queryRaw`SELECT 1`;
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        10_000,
+        100,
+      );
+    },
+    crashed() {
+      return [api, ...pool].flatMap((c) => {
+        const how = c?.ended();
+        return c && how ? [`${c.role} process ended (${how}); its last output:\n${c.output().split('\n').slice(-12).join('\n')}`] : [];
+      });
+    },
+    saveLogs(file) {
+      const dir = join(tmpdir(), 'ots-model');
+      mkdirSync(dir, { recursive: true });
+      const path = join(dir, `${file}-${new Date().toISOString().replaceAll(':', '-')}.log`);
+      writeFileSync(path, [...finished, ...[api, ...pool].map((c) => `--- ${c?.role}\n${c?.output()}`)].join('\n'));
+      return path;
+    },
+    async close() {
+      aof.stop();
+      await restarting.catch(() => {});
+      await Promise.all([api, ...pool].map((c) => c?.kill('SIGKILL')));
+      await webhook.close();
+      await proxy.close();
+      await redis.stop();
+      await tdb.drop();
+    },
+  };
+}
+
+/** The AOF's size every 50 ms, to know what it was a while before a crash. */
+function sampleAof(redis: PrivateRedis): { sizeAt(t: number): number; cut(bytes: number): void; stop(): void } {
+  const samples: { t: number; bytes: number }[] = [];
+  const timer = setInterval(() => {
+    if (!redis.running()) return;
+    try {
+      samples.push({ t: Date.now(), bytes: redis.aofBytes() });
+      if (samples.length > 2_000) samples.splice(0, 1_000);
+    } catch {
+      // The AOF is being rewritten or the server restarts: the next sample will do.
+    }
+  }, 50);
+  timer.unref();
+  return {
+    sizeAt: (t) => samples.filter((x) => x.t <= t).at(-1)?.bytes ?? 0,
+    // The bytes past a cut are gone, and new writes take their place: an older
+    // sample above the cut would extend the file with zeros at the next crash
+    // (two crashes within a second), an AOF Redis refuses to load.
+    cut(bytes) {
+      for (const x of samples) x.bytes = Math.min(x.bytes, bytes);
+    },
+    stop: () => clearInterval(timer),
+  };
+}
