@@ -274,7 +274,7 @@ describe('after a refusal', () => {
   const w = deliveryWorld('faults_refused', 5);
 
   /** Runs the delivery handler of row `id` by hand, as the engine would on attempt `attempts`. */
-  const deliverAs = (id: string, attempts: number) => {
+  const deliverAs = (id: string, attempts: number, dueAt = Date.now()) => {
     const job: Job = {
       queue: w.notifications().queue.name,
       shard: 0,
@@ -284,7 +284,7 @@ describe('after a refusal', () => {
       attempts,
       maxAttempts: 5,
       lastAttempt: false,
-      dueAt: Date.now(),
+      dueAt,
       token: 1,
     };
     return w.notifications().handlers[DELIVER_JOB]!(job, {
@@ -298,6 +298,7 @@ describe('after a refusal', () => {
   it('does not call a FAILED row again from the delivery that failed it, come back because its dead-lettering was lost; a redrive does (soak counterexample)', async () => {
     w.hook.setBehaviour(() => 'reject');
     const id = await w.orderNotification('refused');
+    const firstDue = Date.now();
     await scheduleDeliveries(w.notifications().queue, [id]);
     expect(await w.jobOutcome(id, 5_000)).toBe('dead');
     expect(await w.row(id)).toMatchObject({ status: 'FAILED', attempts: 1 });
@@ -306,6 +307,11 @@ describe('after a refusal', () => {
     // same delivery comes back on its next attempt and finds the row FAILED.
     w.hook.setBehaviour(() => 'ok');
     await expect(deliverAs(id, 2)).rejects.toThrow(/FAILED/);
+    // Redis lost the claim as well (its last second of writes: the
+    // notifications soak, four rows called again 1 s after their 400): the
+    // job is back at attempt 1, but still due when it first was, before the
+    // call that failed it. Not a redrive either.
+    await expect(deliverAs(id, 1, firstDue)).rejects.toThrow(/FAILED/);
     expect(w.callsTo(id)).toBe(1);
     expect((await w.row(id)).status).toBe('FAILED');
     // An operator's redrive starts the delivery afresh (attempt 1): it calls.

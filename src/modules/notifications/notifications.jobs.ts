@@ -42,12 +42,15 @@ export function notificationsJobHandlers(deps: {
       // call's timeout under half a lease). Renewed first, so the claim's time
       // is the call's. A lease already lost: someone else has the job.
       if (!(await ctx.extendLease())) return;
-      // A FAILED row is called again only by a delivery started afresh (a
-      // redrive resets the attempts). A later attempt that finds it FAILED is
-      // the delivery that failed it, come back because its dead-lettering was
-      // lost (Redis hung or lost its last writes): the receiver already
-      // refused it, so the job goes back to the dead set, uncalled.
-      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, job.attempts === 1);
+      // A FAILED row is called again only by a delivery started afresh after
+      // the call that failed it: an operator's redrive (attempts reset, due
+      // at the redrive). Any other delivery that finds it FAILED is the one
+      // that failed it, come back because Redis hung or lost its last writes:
+      // a later attempt whose dead-lettering was lost, or (the claim lost
+      // too) attempt 1 again, but due before that call began. The receiver
+      // already refused it, so the job goes back to the dead set, uncalled.
+      const startedAfresh = job.attempts === 1 ? new Date(job.dueAt) : null;
+      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, startedAfresh);
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };

@@ -45,7 +45,8 @@ export function createNotificationsRepository(db: Db) {
 
     /**
      * Claims the row for a call to the receiver: PENDING, FAILED when
-     * `redrive` (a delivery started afresh: an operator's redrive) or SENDING
+     * `redriveDue` is given and the failing call began before it (a delivery
+     * started afresh after that call, due then: an operator's redrive), or SENDING
      * for longer than `staleMs` (the call of a delivery that died mid-way: its
      * outcome is unknown) -> SENDING. A withdrawn row is never claimed.
      * Otherwise says why not: `busy` (another delivery's call may still be
@@ -53,12 +54,12 @@ export function createNotificationsRepository(db: Db) {
      * (FAILED, and this is no redrive), `withdrawn` (withdrawn, and no call of
      * it can be running any more), or `missing`.
      */
-    async claim(id: string, staleMs: number, redrive: boolean): Promise<Claim> {
+    async claim(id: string, staleMs: number, redriveDue: Date | null): Promise<Claim> {
       const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
         `WITH c AS (
            UPDATE notifications SET status = 'SENDING', sending_at = now()
             WHERE id = $1::uuid AND withdrawn_at IS NULL
-              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::boolean)
+              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::timestamptz IS NOT NULL AND (sending_at IS NULL OR sending_at < $3::timestamptz))
                    OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => $2::double precision / 1000)))
            RETURNING ${COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs"
          )
@@ -71,7 +72,7 @@ export function createNotificationsRepository(db: Db) {
            FROM notifications WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM c)`,
         id,
         staleMs,
-        redrive,
+        redriveDue,
       );
       const r = rows[0];
       if (!r) return { kind: 'missing' };
