@@ -2,6 +2,7 @@
 // once at start. The only reader of process.env. A wrong value stops the
 // service with a message naming the variable.
 import { z } from 'zod';
+import { parseWebhookSecrets } from './modules/notifications/webhook-signature.js';
 import { checkSchedule } from './queue/index.js';
 
 const SECOND = 1_000;
@@ -14,6 +15,17 @@ const hostPorts = z
   .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, 'must be comma-separated host:port pairs')
   .transform((v) => v.split(',').map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })))
   .refine((nodes) => nodes.every((n) => n.port >= 1 && n.port <= 65_535), 'ports must be 1..65535');
+
+const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+
+const webhookSecrets = z.string().transform((v, ctx) => {
+  try {
+    return parseWebhookSecrets(v);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+    return z.NEVER;
+  }
+});
 
 const schema = z.object({
   // HTTP port of the API.
@@ -83,7 +95,19 @@ const schema = z.object({
   APPOINTMENT_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
   APPOINTMENT_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
   // Where notifications are POSTed (JSON, Idempotency-Key = notification id). Unset: they are logged.
-  NOTIFY_WEBHOOK_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  NOTIFY_WEBHOOK_URL: webhookUrl.optional(),
+  // Standard Webhooks signing secrets of NOTIFY_WEBHOOK_URL's calls: whsec_<base64>,
+  // several separated by spaces or commas during a rotation (each signs). Unset: calls go unsigned.
+  NOTIFY_WEBHOOK_SECRET: webhookSecrets.optional(),
+  // One endpoint per kind of notification, each with its own secret: order
+  // events to the shop, reminders to the SMS or e-mail gateway, batch notices
+  // to the depot. A kind without its own URL goes to NOTIFY_WEBHOOK_URL.
+  NOTIFY_ORDERS_WEBHOOK_URL: webhookUrl.optional(),
+  NOTIFY_ORDERS_WEBHOOK_SECRET: webhookSecrets.optional(),
+  NOTIFY_REMINDERS_WEBHOOK_URL: webhookUrl.optional(),
+  NOTIFY_REMINDERS_WEBHOOK_SECRET: webhookSecrets.optional(),
+  NOTIFY_BATCHES_WEBHOOK_URL: webhookUrl.optional(),
+  NOTIFY_BATCHES_WEBHOOK_SECRET: webhookSecrets.optional(),
   // A webhook call that takes longer fails (and is retried).
   NOTIFY_TIMEOUT_MS: int(100, 120 * SECOND).default(5 * SECOND),
   // Spacing of delivery retries; the last step repeats.
@@ -130,6 +154,15 @@ const checked = schema.superRefine((c, ctx) => {
   if (c.NOTIFY_TIMEOUT_MS * 2 > c.WORKER_LEASE_MS) {
     ctx.addIssue({ code: 'custom', path: ['NOTIFY_TIMEOUT_MS'], message: `must be at most half of WORKER_LEASE_MS (${c.WORKER_LEASE_MS})` });
   }
+  // A secret without its endpoint is a mistake that would leave calls unsigned.
+  for (const [secret, url] of [
+    ['NOTIFY_WEBHOOK_SECRET', 'NOTIFY_WEBHOOK_URL'],
+    ['NOTIFY_ORDERS_WEBHOOK_SECRET', 'NOTIFY_ORDERS_WEBHOOK_URL'],
+    ['NOTIFY_REMINDERS_WEBHOOK_SECRET', 'NOTIFY_REMINDERS_WEBHOOK_URL'],
+    ['NOTIFY_BATCHES_WEBHOOK_SECRET', 'NOTIFY_BATCHES_WEBHOOK_URL'],
+  ] as const) {
+    if (c[secret] && !c[url]) ctx.addIssue({ code: 'custom', path: [secret], message: `is set without ${url}` });
+  }
   if (!isTimeZone(c.DAILY_REPORT_TIMEZONE)) return; // reported on its own variable
   try {
     checkSchedule({ cron: c.DAILY_REPORT_CRON, timezone: c.DAILY_REPORT_TIMEZONE });
@@ -137,6 +170,13 @@ const checked = schema.superRefine((c, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['DAILY_REPORT_CRON'], message: err instanceof Error ? err.message : String(err) });
   }
 });
+
+/** A bad value as the error shows it: never a secret, nor a password inside a URL (the message goes to logs). */
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return 'nothing';
+  if (/(SECRET|TOKEN|PASSWORD|_KEY)$/.test(name)) return 'a value, hidden';
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@'));
+}
 
 function isTimeZone(tz: string): boolean {
   try {
@@ -159,6 +199,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const r = checked.safeParse(cleaned);
   if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`);
+  const lines = r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${shown(String(i.path[0]), env[String(i.path[0])])})`);
   throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
 }

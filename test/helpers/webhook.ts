@@ -10,6 +10,9 @@ export type Received = {
   at: number;
   idempotencyKey: string | undefined;
   body: { id: string; kind: string };
+  /** The body as sent, and the headers: what a signature covers. */
+  raw: string;
+  headers: Record<string, string>;
   /** How the receiver chose to answer it. */
   answer?: 'ok' | 'fail' | 'hang' | 'reject';
 };
@@ -47,8 +50,10 @@ export async function startWebhook(initial: Behaviour = () => 'ok'): Promise<Web
   const delivered: Received[] = [];
   const server: Server = createServer((req, res) => void answer(req, res));
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = JSON.parse(await readBody(req)) as Received['body'];
-    const got: Received = { at: Date.now(), idempotencyKey: req.headers['idempotency-key'] as string | undefined, body };
+    const raw = await readBody(req);
+    const body = JSON.parse(raw) as Received['body'];
+    const headers = Object.fromEntries(Object.entries(req.headers).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : [])));
+    const got: Received = { at: Date.now(), idempotencyKey: req.headers['idempotency-key'] as string | undefined, body, raw, headers };
     calls.push(got);
     const b = behaviour(calls.length, body);
     if (typeof b === 'object' && 'slowBodyMs' in b) {

@@ -6,14 +6,14 @@ import type { Db } from '../../core/db.js';
 import { httpOf } from '../../core/http/route.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch, NotificationKind } from '../../core/outbox.js';
 import { afterCommit } from '../../core/redis-call.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
 import { DELIVER_JOB, notificationsJobHandlers, scheduleDeliveries } from './notifications.jobs.js';
 import { RELAY_JOB, createNotificationsRelay } from './notifications.reconcile.js';
 import { createNotificationsRepository } from './notifications.repository.js';
 import { notificationsRoutes } from './notifications.routes.js';
-import { type Notifier, createLoggingNotifier, createWebhookNotifier } from './notifier.js';
+import { type Notifier, type WebhookEndpoint, createLoggingNotifier, createRoutingNotifier, createWebhookNotifier } from './notifier.js';
 
 export const NOTIFICATIONS_QUEUE = 'notifications';
 /**
@@ -27,6 +27,13 @@ export type NotificationsModuleConfig = QueueConfig &
   Pick<
     Config,
     | 'NOTIFY_WEBHOOK_URL'
+    | 'NOTIFY_WEBHOOK_SECRET'
+    | 'NOTIFY_ORDERS_WEBHOOK_URL'
+    | 'NOTIFY_ORDERS_WEBHOOK_SECRET'
+    | 'NOTIFY_REMINDERS_WEBHOOK_URL'
+    | 'NOTIFY_REMINDERS_WEBHOOK_SECRET'
+    | 'NOTIFY_BATCHES_WEBHOOK_URL'
+    | 'NOTIFY_BATCHES_WEBHOOK_SECRET'
     | 'NOTIFY_TIMEOUT_MS'
     | 'NOTIFY_RETRY_DELAYS_MS'
     | 'NOTIFY_RETRY_JITTER'
@@ -45,8 +52,7 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     },
     [RELAY_JOB]: PERIODIC_JOB_OPTIONS,
   });
-  const notifier =
-    deps.notifier ?? (config.NOTIFY_WEBHOOK_URL ? createWebhookNotifier(config.NOTIFY_WEBHOOK_URL, config.NOTIFY_TIMEOUT_MS) : createLoggingNotifier(log));
+  const notifier = deps.notifier ?? configuredNotifier(config, log);
   log.info({ notifier: notifier.name }, 'notification delivery');
   const repo = createNotificationsRepository(deps.db);
   const relay = createNotificationsRelay({
@@ -79,4 +85,21 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     relay,
   };
   return module;
+}
+
+/** The notifier the configuration asks for: each kind to its own endpoint, the others to NOTIFY_WEBHOOK_URL, or to the log. */
+function configuredNotifier(c: NotificationsModuleConfig, log: Logger): Notifier {
+  const webhook = (url: string | undefined, keys: readonly Buffer[] | undefined) => {
+    if (!url) return undefined;
+    if (!keys) log.warn({ url: new URL(url).origin }, 'webhook calls to this endpoint are not signed: set its secret (README, "Signed webhooks")');
+    const endpoint: WebhookEndpoint = { url, ...(keys && { keys }) };
+    return createWebhookNotifier(endpoint, c.NOTIFY_TIMEOUT_MS);
+  };
+  const byKind: Record<NotificationKind, Notifier | undefined> = {
+    ORDER_CANCELLED: webhook(c.NOTIFY_ORDERS_WEBHOOK_URL, c.NOTIFY_ORDERS_WEBHOOK_SECRET),
+    APPOINTMENT_REMINDER: webhook(c.NOTIFY_REMINDERS_WEBHOOK_URL, c.NOTIFY_REMINDERS_WEBHOOK_SECRET),
+    BATCH_DISPATCHED: webhook(c.NOTIFY_BATCHES_WEBHOOK_URL, c.NOTIFY_BATCHES_WEBHOOK_SECRET),
+  };
+  const fallback = webhook(c.NOTIFY_WEBHOOK_URL, c.NOTIFY_WEBHOOK_SECRET) ?? createLoggingNotifier(log);
+  return Object.values(byKind).some(Boolean) ? createRoutingNotifier(byKind, fallback) : fallback;
 }
