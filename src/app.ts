@@ -3,6 +3,7 @@
 // the error funnel. No listen() here, so tests drive it with supertest.
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler, type Router } from 'express';
+import helmet from 'helmet';
 import type { RedisClient } from './core/redis.js';
 import type { Db } from './core/db.js';
 import type { Metrics } from './core/metrics.js';
@@ -34,6 +35,11 @@ const INFO = {
 
 export function createApp(deps: AppDeps): Express {
   const app = express();
+  // Security headers on every answer (nosniff, no framing, no referrer, a CSP
+  // that runs only this origin's scripts: the docs and dashboard pages have no
+  // inline script). No CORS headers: a browser page of another origin cannot
+  // call the API (a gateway in front adds them if a front end needs them).
+  app.use(helmet({ contentSecurityPolicy: { directives: { 'img-src': ["'self'", 'data:'], 'connect-src': ["'self'"] } } }));
   app.disable('x-powered-by');
   // API answers change with state; a hash of every body per response buys nothing.
   app.set('etag', false);

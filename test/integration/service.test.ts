@@ -122,6 +122,23 @@ describe('http errors', () => {
   const app = createApp({ log: createLogger('silent'), redis });
   afterAll(() => redis.disconnect());
 
+  it('sends security headers on every answer, no CORS headers, and a docs page without inline script', async () => {
+    for (const res of [await request(app).get('/healthz'), await request(app).get('/nope'), await request(app).get('/docs')]) {
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(res.headers['x-powered-by']).toBeUndefined();
+      expect(res.headers['content-security-policy']).toMatch(/script-src 'self'(;|$)/);
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    }
+    const preflight = await request(app).options('/orders').set('origin', 'https://evil.example').set('access-control-request-method', 'POST');
+    expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
+    const page = await request(app).get('/docs');
+    expect(page.text).not.toMatch(/<script>/);
+    const init = await request(app).get('/docs/swagger-init.js');
+    expect(init.status).toBe(200);
+    expect(init.text).toContain('SwaggerUIBundle');
+  });
+
   it('answers an unknown route with a 404 problem', async () => {
     const res = await request(app).get('/nope');
     expect(res.status).toBe(404);
