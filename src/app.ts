@@ -39,7 +39,8 @@ export function createApp(deps: AppDeps): Express {
   // that runs only this origin's scripts: the docs and dashboard pages have no
   // inline script). No CORS headers: a browser page of another origin cannot
   // call the API (a gateway in front adds them if a front end needs them).
-  app.use(helmet({ contentSecurityPolicy: { directives: { 'img-src': ["'self'", 'data:'], 'connect-src': ["'self'"] } } }));
+  // (No upgrade-insecure-requests: on a plain-HTTP internal host it would turn the docs page's script loads into failing HTTPS ones.)
+  app.use(helmet({ contentSecurityPolicy: { directives: { 'img-src': ["'self'", 'data:'], 'connect-src': ["'self'"], 'upgrade-insecure-requests': null } } }));
   app.disable('x-powered-by');
   // API answers change with state; a hash of every body per response buys nothing.
   app.set('etag', false);

@@ -128,6 +128,7 @@ describe('http errors', () => {
       expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
       expect(res.headers['x-powered-by']).toBeUndefined();
       expect(res.headers['content-security-policy']).toMatch(/script-src 'self'(;|$)/);
+      expect(res.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
       expect(res.headers['access-control-allow-origin']).toBeUndefined();
     }
     const preflight = await request(app).options('/orders').set('origin', 'https://evil.example').set('access-control-request-method', 'POST');
