@@ -43,14 +43,14 @@ export function notificationsJobHandlers(deps: {
       // is the call's. A lease already lost: someone else has the job.
       if (!(await ctx.extendLease())) return;
       // A FAILED row is called again only by a delivery started afresh after
-      // the call that failed it: an operator's redrive (attempts reset, due
-      // at the redrive). Any other delivery that finds it FAILED is the one
-      // that failed it, come back because Redis hung or lost its last writes:
-      // a later attempt whose dead-lettering was lost, or (the claim lost
-      // too) attempt 1 again, but due before that call began. The receiver
-      // already refused it, so the job goes back to the dead set, uncalled.
-      const startedAfresh = job.attempts === 1 ? new Date(job.dueAt) : null;
-      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, startedAfresh);
+      // the one that failed it: an operator's redrive (attempts reset, due at
+      // the redrive). Any other delivery that finds it FAILED is the one that
+      // failed it, come back because Redis hung or lost its last writes: a
+      // later attempt whose dead-lettering was lost, or (the claim lost too)
+      // attempt 1 again, due when it was. Both due times are on the Redis
+      // clock, so no skew between hosts blurs them. The receiver already
+      // refused it, so the job goes back to the dead set, uncalled.
+      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt), afresh: job.attempts === 1 });
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };

@@ -44,9 +44,10 @@ export function createNotificationsRepository(db: Db) {
     },
 
     /**
-     * Claims the row for a call to the receiver: PENDING, FAILED when
-     * `redriveDue` is given and the failing call began before it (a delivery
-     * started afresh after that call, due then: an operator's redrive), or SENDING
+     * Claims the row for the call of a delivery due at `dueAt` (Redis clock):
+     * PENDING, FAILED when `afresh` (a first attempt) and due after the
+     * delivery that failed it (an operator's redrive, not that delivery come
+     * back because Redis lost its claim and nack: it is due when it was), or SENDING
      * for longer than `staleMs` (the call of a delivery that died mid-way: its
      * outcome is unknown) -> SENDING. A withdrawn row is never claimed.
      * Otherwise says why not: `busy` (another delivery's call may still be
@@ -54,12 +55,12 @@ export function createNotificationsRepository(db: Db) {
      * (FAILED, and this is no redrive), `withdrawn` (withdrawn, and no call of
      * it can be running any more), or `missing`.
      */
-    async claim(id: string, staleMs: number, redriveDue: Date | null): Promise<Claim> {
+    async claim(id: string, staleMs: number, delivery: { dueAt: Date; afresh: boolean }): Promise<Claim> {
       const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
         `WITH c AS (
-           UPDATE notifications SET status = 'SENDING', sending_at = now()
+           UPDATE notifications SET status = 'SENDING', sending_at = now(), sending_due_at = $4::timestamptz
             WHERE id = $1::uuid AND withdrawn_at IS NULL
-              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::timestamptz IS NOT NULL AND (sending_at IS NULL OR sending_at < $3::timestamptz))
+              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::boolean AND (sending_due_at IS NULL OR sending_due_at < $4::timestamptz))
                    OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => $2::double precision / 1000)))
            RETURNING ${COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs"
          )
@@ -72,7 +73,8 @@ export function createNotificationsRepository(db: Db) {
            FROM notifications WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM c)`,
         id,
         staleMs,
-        redriveDue,
+        delivery.afresh,
+        delivery.dueAt,
       );
       const r = rows[0];
       if (!r) return { kind: 'missing' };
