@@ -1,6 +1,7 @@
 // Graceful shutdown: stop claiming, hand back claimed-but-unstarted jobs at
 // once, let running handlers finish within the grace period.
 import { afterEach, describe, expect, it } from 'vitest';
+import { NonRetryableError } from '../../src/queue/index.js';
 import { gate, type Harness, harness } from '../helpers/queues.js';
 import { sleep, waitFor } from '../helpers/redis.js';
 
@@ -88,5 +89,25 @@ describe('graceful shutdown', () => {
     expect(await worker.stop()).toEqual({ released: 0, unfinished: 1 });
     // Not dead-lettered although it had a single attempt: shutdown is not a failure.
     expect(await h.queue.get('cut')).toMatchObject({ state: 'pending', attempts: 0, lastError: null });
+  });
+
+  it('dead-letters a job whose handler refuses it for good while shutdown cuts in: not handed back to run again', async () => {
+    // A receiver's 400 recorded as final just as the grace period ran out:
+    // handed back with its attempt refunded, the job would come back as a
+    // first attempt and call the receiver again.
+    h = harness('abort_final', { t: { maxAttempts: 5 } });
+    await h.queue.schedule({ id: 'refused', type: 't', delayMs: 0 });
+    const { worker } = await h.startWorker(
+      {
+        t: (_job, ctx) =>
+          new Promise<void>((_resolve, reject) => {
+            ctx.signal.addEventListener('abort', () => reject(new NonRetryableError('refused: HTTP 400')));
+          }),
+      },
+      { shutdownGraceMs: 100, leaseMs: 60_000 },
+    );
+    expect(await waitFor(async () => (await h.queue.stats()).inFlight === 1, 3_000)).toBe(true);
+    await worker.stop();
+    expect(await h.queue.get('refused')).toMatchObject({ state: 'dead', attempts: 1, lastError: 'NonRetryableError: refused: HTTP 400' });
   });
 });

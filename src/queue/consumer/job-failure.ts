@@ -22,8 +22,11 @@ export function createFailureHandler(o: {
   const { queue, redis, log, emit } = o;
   return async (job, err) => {
     const k = queue.keys[job.shard] as ShardKeys;
-    if (o.shutdown.aborted) {
-      // Cut short by shutdown, not failed: hand it back with the attempt refunded.
+    // Cut short by shutdown, not failed: hand it back with the attempt
+    // refunded. Not a NonRetryableError, though: that is the handler's final
+    // word whatever the shutdown (a receiver's refusal, recorded as final),
+    // and handed back it would come back as a fresh attempt and run again.
+    if (o.shutdown.aborted && !(err instanceof NonRetryableError)) {
       await runRelease(redis, k, [{ id: job.id, token: job.token }]);
       return;
     }
