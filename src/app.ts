@@ -2,7 +2,8 @@
 // docs, the modules'), the OpenAPI document built from those same tables, and
 // the error funnel. No listen() here, so tests drive it with supertest.
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type RequestHandler, type Router } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
+import type { ApiKeyGuard } from './core/auth/guard.js';
 import helmet from 'helmet';
 import type { RedisClient } from './core/redis.js';
 import type { Db } from './core/db.js';
@@ -20,8 +21,8 @@ export type AppDeps = {
   readonly db?: Db;
   /** The domain modules' routes, mounted in this order and described in /openapi.json. */
   readonly routes?: readonly RouteTable[];
-  /** Plain routers mounted after them, not described (tests that mount a single module). */
-  readonly routers?: readonly Router[];
+  /** Checks the API keys of the routes that need one (every route but the public and admin ones). */
+  readonly guard?: ApiKeyGuard;
   readonly metrics?: Metrics;
 };
 
@@ -47,14 +48,13 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   app.use(requestLog(deps.log));
   if (deps.metrics) app.use(deps.metrics.httpMiddleware());
-  app.use(express.json({ limit: '64kb' }));
+  // Bodies are parsed per route, after its guard (routerOf).
 
   // Built once, before the first request: a schema that cannot be described fails the start, not /docs.
   const built: { document?: OpenApiDocument } = {};
   const tables = [opsRoutes(deps), docsRoutes(() => built.document as OpenApiDocument), ...(deps.routes ?? [])];
   built.document = openApiDocument(INFO, tables);
-  for (const table of tables) app.use(routerOf(table));
-  for (const router of deps.routers ?? []) app.use(router);
+  for (const table of tables) app.use(routerOf(table, deps.guard));
 
   app.use(notFound);
   app.use(errorMiddleware(deps.log));

@@ -57,6 +57,16 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   // Bearer token of the admin API (/admin). Unset: the admin API is disabled.
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Requests a second per API key, shared by every instance (through Redis);
+  // a burst of one second's worth is admitted at once. Over it: 429 RATE_LIMITED.
+  API_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(1_000),
+  // Failed authentications a minute from one address (bursts of as many); past
+  // it the address gets 429 TOO_MANY_AUTH_FAILURES and no key lookup.
+  AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(30),
+  // Reminders one contact (phone or address) may be booked or moved into an
+  // hour, whichever client asks: a leaked key cannot make us a spam relay.
+  // Over it: 429 CONTACT_RATE_LIMITED.
+  REMINDERS_PER_CONTACT_PER_HOUR: int(1, 100_000).default(10),
   // Connections per process to PostgreSQL (the embedded database always uses 1).
   DATABASE_POOL_SIZE: int(1, 200).default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -3,15 +3,17 @@
 //   all (default): API + workers   api: API only   worker: workers only
 //   migrate: apply database migrations and exit
 //   stats [--watch]: print the queue table (no database needed)
+//   keys create|list|revoke: the clients' API keys (src/keys.ts)
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { ROLES, type Role, redactUrl, startService } from './service.js';
+import { runKeys } from './keys.js';
 import { runStats } from './stats.js';
 
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? 'all';
-  if (arg !== 'stats' && !(ROLES as readonly string[]).includes(arg)) {
-    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]]  (got "${arg}")\n`);
+  if (arg !== 'stats' && arg !== 'keys' && !(ROLES as readonly string[]).includes(arg)) {
+    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]|keys ...]  (got "${arg}")\n`);
     process.exit(2);
   }
   const role = arg as Role;
@@ -26,6 +28,10 @@ async function main(): Promise<void> {
     throw err;
   }
   if (arg === 'stats') return runStats(config, process.argv.includes('--watch'));
+  if (arg === 'keys') {
+    const code = await runKeys(config, process.argv.slice(3), createLogger('warn'), (line) => process.stdout.write(`${line}\n`));
+    process.exit(code);
+  }
   const log = createLogger(config.LOG_LEVEL).child({ role });
   const service = await startService(config, role, log);
   if (role === 'migrate') {

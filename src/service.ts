@@ -3,12 +3,16 @@
 // the HTTP API and/or the queue workers: src/composition/) and returns a
 // stop() that takes them down in reverse order. main.ts calls this; tests call
 // it in-process.
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { Express } from 'express';
 import { startHttp } from './composition/http.js';
 import { type Stack, createStack } from './composition/stack.js';
 import { REDIS_START_TIMEOUT_MS, duringStartUp } from './composition/start-up.js';
 import { startWorkers } from './composition/workers.js';
 import type { Config } from './config.js';
+import { type ApiKeyStore, apiKeyStore } from './core/auth/api-keys.js';
+import { SCOPES } from './core/auth/scopes.js';
 import { createDb } from './core/db.js';
 import { startEmbeddedDb } from './core/embedded-db.js';
 import type { Logger } from './core/logger.js';
@@ -26,6 +30,9 @@ import { checkEvictionPolicy, checkQueueLayout } from './queue/index.js';
 
 /** Connections of the parcel flusher's own pool (worker roles on an outside database). */
 const FLUSH_POOL_SIZE = 6;
+
+/** Under the embedded database's directory: the development API key. */
+export const DEV_KEY_FILE = 'dev-api-key';
 
 export const ROLES = ['all', 'api', 'worker', 'migrate'] as const;
 export type Role = (typeof ROLES)[number];
@@ -60,12 +67,13 @@ export async function startService(config: Config, role: Role, log: Logger, opti
 
 async function start(config: Config, role: Role, log: Logger, options: ServiceOptions, stack: Stack): Promise<RunningService> {
   const stop = () => stack.stop();
-  const databaseUrl = await database(config, role, log, stack);
+  const { url: databaseUrl, embeddedDir } = await database(config, role, log, stack);
   await migrate(databaseUrl, log);
   if (role === 'migrate') return { port: 0, modules: [], module: moduleOf([]), stop };
 
   const db = createDb(databaseUrl, config.DATABASE_URL ? config.DATABASE_POOL_SIZE : 1);
   stack.push({ name: 'postgres', stop: () => db.$disconnect() });
+  if (embeddedDir) await ensureDevelopmentKey(apiKeyStore(db), embeddedDir, log);
   // Deadline-bound background work (the parcel flusher) gets connections of its
   // own in the worker roles; the embedded database has a single connection.
   // Its commits run side by side: while some wait for a slow WAL flush, the
@@ -144,11 +152,11 @@ function moduleOf(modules: readonly ServiceModule[]): (name: string) => ServiceM
   };
 }
 
-/** The PostgreSQL URL to use, starting the embedded database when none is configured. */
-async function database(config: Config, role: Role, log: Logger, stack: Stack): Promise<string> {
+/** The PostgreSQL URL to use, starting the embedded database (and naming its directory) when none is configured. */
+async function database(config: Config, role: Role, log: Logger, stack: Stack): Promise<{ url: string; embeddedDir?: string }> {
   if (config.DATABASE_URL) {
     log.info({ database: redactUrl(config.DATABASE_URL) }, 'using PostgreSQL from DATABASE_URL');
-    return config.DATABASE_URL;
+    return { url: config.DATABASE_URL };
   }
   if (role === 'api' || role === 'worker') {
     // Two processes opening one embedded data directory would corrupt it.
@@ -157,7 +165,20 @@ async function database(config: Config, role: Role, log: Logger, stack: Stack): 
   const embedded = await startEmbeddedDb(config.DATA_DIR);
   stack.push({ name: 'embedded-db', stop: () => embedded.stop() });
   log.warn({ dataDir: embedded.dataDir }, 'DATABASE_URL not set: using the embedded PostgreSQL (PGlite); for development, not production');
-  return embedded.url;
+  return { url: embedded.url, embeddedDir: resolve(config.DATA_DIR) };
+}
+
+/**
+ * The newcomer's key: on the embedded database, before any key exists, one
+ * with every scope, printed once and kept in <data dir>/dev-api-key (owner
+ * only) so the README's examples work. Never on an outside database.
+ */
+async function ensureDevelopmentKey(keys: ApiKeyStore, dataDir: string, log: Logger): Promise<void> {
+  if (await keys.any()) return;
+  const made = await keys.create('development', SCOPES);
+  const file = join(dataDir, DEV_KEY_FILE);
+  await writeFile(file, `${made.key}\n`, { mode: 0o600 });
+  log.warn({ apiKey: made.key, file, scopes: made.scopes }, 'made a development API key with every scope (shown this once; also in the file)');
 }
 
 export function redactUrl(url: string): string {

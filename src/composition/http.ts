@@ -3,6 +3,9 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { createApp } from '../app.js';
+import { apiKeyStore } from '../core/auth/api-keys.js';
+import { apiKeyGuard } from '../core/auth/guard.js';
+import { rateLimit } from '../core/rate-limit.js';
 import type { Config } from '../config.js';
 import type { Db } from '../core/db.js';
 import type { Logger } from '../core/logger.js';
@@ -27,17 +30,27 @@ export async function startHttp(o: {
 }): Promise<{ port: number; app: Express }> {
   const { config, log } = o;
   const routes = o.modules.map((m) => m.routes);
+  const keys = apiKeyStore(o.db);
   if (config.ADMIN_TOKEN) {
     routes.push(
       ...operatorRoutes({
         queues: o.modules.map((m) => m.queue),
+        keys,
         token: config.ADMIN_TOKEN,
         lateness: createLatenessReader(o.redis, config.QUEUE_PREFIX),
         ...o.reads,
       }),
     );
   } else log.warn('ADMIN_TOKEN not set: the admin API (/admin) and its dashboard are disabled');
-  const app = createApp({ log, redis: o.redis, db: o.db, routes, metrics: o.metrics });
+  const perSecond = config.API_RATE_LIMIT_PER_SECOND;
+  const failures = config.AUTH_FAILURES_PER_MINUTE;
+  const guard = apiKeyGuard({
+    keys,
+    perKey: rateLimit(o.redis, config.QUEUE_PREFIX, 'key', perSecond, perSecond),
+    failures: rateLimit(o.redis, config.QUEUE_PREFIX, 'authfail', failures / 60, failures),
+    log,
+  });
+  const app = createApp({ log, redis: o.redis, db: o.db, routes, metrics: o.metrics, guard });
   const server = await listen(app, config.PORT, config.HOST);
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;

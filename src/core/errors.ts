@@ -8,6 +8,8 @@ export class AppError extends Error {
     readonly status: number,
     message: string,
     readonly details?: unknown,
+    /** Headers the answer carries (e.g. Retry-After). */
+    readonly headers?: Readonly<Record<string, string>>,
   ) {
     super(message);
   }

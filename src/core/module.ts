@@ -1,6 +1,5 @@
 // What a domain module hands the composition root: its HTTP routes, its queue
 // with a handler per job type, and the periodic jobs its workers keep alive.
-import type { Router } from 'express';
 import type { RouteTable } from './http/route.js';
 import type { JobHandler, PeriodicJob, Queue } from '../queue/index.js';
 
@@ -13,8 +12,6 @@ export type ServiceModule = {
   readonly name: string;
   /** Its HTTP routes: the router and the OpenAPI document are built from them. */
   readonly routes: RouteTable;
-  /** The express router built from `routes` (see httpOf). */
-  readonly router: Router;
   readonly queue: Queue;
   /** A handler per job type of its queue, but for the periodic ones (they bring their own). */
   readonly handlers: Readonly<Record<string, JobHandler>>;

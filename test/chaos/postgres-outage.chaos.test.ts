@@ -8,6 +8,7 @@
 // off (one pass at start), so the end state must come from the handlers'
 // retries alone; the notification relay stays on (the designed repair of a
 // committed row whose hand-over to delivery was cut off).
+import { bearer } from '../helpers/service.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminQuery } from '../helpers/db.js';
 import { REDIS_URL, sleep } from '../helpers/redis.js';
@@ -42,7 +43,7 @@ afterAll(async () => {
 type Answer = { status: number; type: string | null; code: unknown; detail?: unknown };
 
 async function probe(path: string, init?: RequestInit): Promise<Answer> {
-  const res = await fetch(`${s.url}${path}`, { ...init, headers: { 'content-type': 'application/json' } });
+  const res = await fetch(`${s.url}${path}`, { ...init, headers: { 'content-type': 'application/json', ...bearer(s.key) } });
   const body = (await res.json()) as { code?: unknown; detail?: unknown };
   return { status: res.status, type: res.headers.get('content-type'), code: body.code, detail: body.detail };
 }

@@ -22,7 +22,7 @@ import { checkParcels } from './invariants/parcels.js';
 import { type Evidence, type Recovery, gatherEvidence, recoveryAfter } from './evidence.js';
 import { type Outcome, expectInvariants, printOutcome } from './report.js';
 import { jobsInFlight, waitUntilSettled } from './settle.js';
-import { dropServiceKeys } from '../helpers/service.js';
+import { dropServiceKeys, makeApiKey } from '../helpers/service.js';
 
 const BATCH_SIZE = 5;
 
@@ -30,6 +30,7 @@ const BATCH_SIZE = 5;
 // config takes no fractions (the reconcile and relay intervals and graces).
 export const CHAOS_ENV: Readonly<Record<string, string>> = {
   HOST: '127.0.0.1',
+  REMINDERS_PER_CONTACT_PER_HOUR: '100000', // the load books many reminders for few contacts
   DATABASE_POOL_SIZE: '5',
   WORKER_LEASE_MS: '1500', // a killed worker's jobs come back within 1.5 s
   WORKER_IDLE_RECHECK_MS: '1000',
@@ -86,6 +87,8 @@ export type Scenario = {
   readonly name: string;
   /** Base URL of the API process. */
   readonly url: string;
+  /** An API key with every scope. */
+  readonly key: string;
   readonly tdb: TestDb;
   readonly http: Http;
   readonly workers: readonly ChildService[];
@@ -134,13 +137,15 @@ export async function startScenario(o: ScenarioOptions): Promise<Scenario> {
   const finished: string[] = [];
   let logFile: string | null = null;
   const url = `http://127.0.0.1:${port}`;
-  const http = createHttp(url);
+  const { key } = await makeApiKey(tdb.url);
+  const http = createHttp(url, key);
   const all = () => [api as ChildService, ...workers];
   const logs = () => [...finished, ...all().map((c) => `--- ${c.role}\n${c.output()}`)].join('\n');
 
   return {
     name: o.name,
     url,
+    key,
     tdb,
     http,
     workers,

@@ -2,7 +2,6 @@
 // master while jobs are being scheduled, claimed and acked, and while orders
 // expire through the whole service. Clients follow ASK / TRYAGAIN / MOVED;
 // every job runs once and every order is cancelled once.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masters } from '../../src/core/redis.js';
 import type { Queue } from '../../src/queue/producer/queue.js';
@@ -116,7 +115,7 @@ describe('orders expiring while their queue shard moves', () => {
   it('cancels each unpaid order once, with one notification', async () => {
     const orders = svc.module('orders').queue as Queue;
     const body = { customerId: 'c', items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }], paymentTimeoutSeconds: 3 };
-    const created = await Promise.all(Array.from({ length: 60 }, () => request(svc.url).post('/orders').send(body)));
+    const created = await Promise.all(Array.from({ length: 60 }, () => svc.api().post('/orders').send(body)));
     expect(created.map((r) => r.status)).toEqual(Array(60).fill(201));
     const ids = created.map((r) => r.body.id as string);
     const firstExpiry = Math.min(...created.map((r) => Date.parse(r.body.expiresAt)));

@@ -1,13 +1,38 @@
 // Runs the whole service in-process for a test: its own database, its own
 // queue key prefix (so files run side by side), silent logs.
 import { randomBytes } from 'node:crypto';
+import request, { type Agent as TestAgent } from 'supertest';
+import { apiKeyStore } from '../../src/core/auth/api-keys.js';
+import { SCOPES, type Scope } from '../../src/core/auth/scopes.js';
+import { createDb } from '../../src/core/db.js';
 import { loadConfig } from '../../src/config.js';
 import { batcherPrefix } from '../../src/queue/index.js';
 import { createLogger } from '../../src/core/logger.js';
 import { type Role, type RunningService, startService } from '../../src/service.js';
 import { REDIS_ENV, dropPrefix, redisClient } from './redis.js';
 
-export type TestService = RunningService & { url: string; prefix: string };
+export type TestService = RunningService & {
+  url: string;
+  prefix: string;
+  /** An API key with every scope, made for this service. */
+  key: string;
+  /** A supertest agent on the service that sends that key with every request. */
+  api(): TestAgent;
+};
+
+/** Makes an API key in the database at `databaseUrl` (every scope unless told). */
+export async function makeApiKey(databaseUrl: string, scopes: readonly Scope[] = SCOPES, name = 'test'): Promise<{ id: string; key: string }> {
+  const db = createDb(databaseUrl, 1);
+  try {
+    const k = await apiKeyStore(db).create(name, scopes);
+    return { id: k.id, key: k.key };
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+/** Headers of a request made with `key` (for fetch-based clients). */
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 export async function startTestService(databaseUrl: string, env: Record<string, string> = {}, role: Role = 'all'): Promise<TestService> {
   const prefix = env.QUEUE_PREFIX ?? `t${randomBytes(4).toString('hex')}`;
@@ -20,11 +45,15 @@ export async function startTestService(databaseUrl: string, env: Record<string, 
     DATABASE_POOL_SIZE: '5',
     // The cluster suite spreads every queue and the parcel areas over shards.
     QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS ?? '1',
+    // Tests book many reminders for few contacts; the limit's own test sets it low.
+    REMINDERS_PER_CONTACT_PER_HOUR: '100000',
     ...env,
     QUEUE_PREFIX: prefix,
   });
   const s = await startService(config, role, createLogger(config.LOG_LEVEL));
-  return { ...s, url: `http://127.0.0.1:${s.port}`, prefix };
+  const url = `http://127.0.0.1:${s.port}`;
+  const { key } = role === 'worker' ? { key: '' } : await makeApiKey(databaseUrl);
+  return { ...s, url, prefix, key, api: () => request.agent(url).set(bearer(key)) };
 }
 
 /**

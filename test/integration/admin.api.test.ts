@@ -27,9 +27,9 @@ afterAll(async () => {
 });
 
 const admin = () => ({
-  get: (p: string) => request(svc.url).get(p).set('Authorization', `Bearer ${TOKEN}`),
-  post: (p: string) => request(svc.url).post(p).set('Authorization', `Bearer ${TOKEN}`),
-  del: (p: string) => request(svc.url).delete(p).set('Authorization', `Bearer ${TOKEN}`),
+  get: (p: string) => svc.api().get(p).set('Authorization', `Bearer ${TOKEN}`),
+  post: (p: string) => svc.api().post(p).set('Authorization', `Bearer ${TOKEN}`),
+  del: (p: string) => svc.api().delete(p).set('Authorization', `Bearer ${TOKEN}`),
 });
 
 /** Jobs that die at once: the expiry handler refuses a payload without a valid order id. */
@@ -43,7 +43,7 @@ async function deadJobs(n: number, tag: string): Promise<string[]> {
 describe('admin API', () => {
   it('refuses requests without the right token, in constant form', async () => {
     for (const auth of [undefined, 'Bearer wrong-token', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
-      const req = request(svc.url).get('/admin/queues');
+      const req = svc.api().get('/admin/queues');
       const res = await (auth ? req.set('Authorization', auth) : req);
       expect(res.status).toBe(401);
       expect(res.body.code).toBe('UNAUTHORIZED');
@@ -51,8 +51,8 @@ describe('admin API', () => {
     }
     expect((await admin().get('/admin/queues')).status).toBe(200);
     // The scheme name is case-insensitive, the token is not.
-    expect((await request(svc.url).get('/admin/queues').set('Authorization', `bearer ${TOKEN}`)).status).toBe(200);
-    expect((await request(svc.url).get('/admin/queues').set('Authorization', `Bearer ${TOKEN.toUpperCase()}`)).status).toBe(401);
+    expect((await svc.api().get('/admin/queues').set('Authorization', `bearer ${TOKEN}`)).status).toBe(200);
+    expect((await svc.api().get('/admin/queues').set('Authorization', `Bearer ${TOKEN.toUpperCase()}`)).status).toBe(401);
   });
 
   it('reports every queue with its shards: pending, due now, in flight, dead, next due, lag', async () => {
@@ -163,7 +163,7 @@ describe('admin API without a token configured', () => {
 
 describe('metrics', () => {
   const scrape = async () => {
-    const res = await request(svc.url).get('/metrics');
+    const res = await svc.api().get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     return parseExposition(res.text); // throws on any line that is not valid exposition format
@@ -175,7 +175,7 @@ describe('metrics', () => {
     const ok = 'order:00000000-0000-4000-8000-000000000009:expire';
     await orders.schedule({ id: ok, type: 'order.expire', delayMs: 0, payload: { orderId: '00000000-0000-4000-8000-000000000009' } });
     expect(await waitFor(async () => (await orders.get(ok)) === null, 3_000, 20)).toBe(true);
-    await request(svc.url).get('/orders/00000000-0000-4000-8000-000000000009');
+    await svc.api().get('/orders/00000000-0000-4000-8000-000000000009');
     const after = await scrape();
 
     const q = { queue: 'orders' };
@@ -211,9 +211,9 @@ describe('metrics', () => {
   });
 
   it('tags every HTTP answer with a request id', async () => {
-    const res = await request(svc.url).get('/healthz').set('X-Request-Id', 'abc-123');
+    const res = await svc.api().get('/healthz').set('X-Request-Id', 'abc-123');
     expect(res.headers['x-request-id']).toBe('abc-123');
-    const fresh = await request(svc.url).get('/healthz').set('X-Request-Id', 'bad id with spaces');
+    const fresh = await svc.api().get('/healthz').set('X-Request-Id', 'bad id with spaces');
     expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -27,7 +27,7 @@ afterAll(async () => {
   await stopTestService(svc, tdb);
 });
 
-const get = (p: string) => request(svc.url).get(p).set('Authorization', `Bearer ${TOKEN}`);
+const get = (p: string) => svc.api().get(p).set('Authorization', `Bearer ${TOKEN}`);
 type Point = { t: number; count: number; meanMs: number; maxMs: number; p50Ms: number; p95Ms: number; p99Ms: number };
 type Lateness = { from: string; to: string; bucketsMs: number[]; queues: { queue: string; points: Point[] }[] };
 
@@ -73,7 +73,7 @@ describe('GET /admin/lateness', () => {
       expect(res.status, q).toBe(400);
       expect(res.body.code, q).toBe('VALIDATION_FAILED');
     }
-    expect((await request(svc.url).get('/admin/lateness')).status).toBe(401);
+    expect((await svc.api().get('/admin/lateness')).status).toBe(401);
   });
 });
 
@@ -83,15 +83,18 @@ describe('GET /admin/batches', () => {
     for (const area of ['OPS-A', 'OPS-B']) {
       expect(
         (
-          await request(svc.url)
+          await svc
+            .api()
             .put(`/areas/${area}`)
             .send({ vehiclePlate: `V-${area}`, sorterContact: 'sorter@example.com' })
         ).status,
       ).toBe(200);
-      await request(svc.url)
+      await svc
+        .api()
         .post('/parcels')
         .send({ trackingNo: `${area}-1`, area });
-      const full = await request(svc.url)
+      const full = await svc
+        .api()
         .post('/parcels')
         .send({ trackingNo: `${area}-2`, area });
       expect(full.body.status).toBe('BATCHED');
@@ -108,7 +111,7 @@ describe('GET /admin/batches', () => {
 
 describe('the dashboard page', () => {
   it('is served without the token, with its script and style', async () => {
-    const page = await request(svc.url).get('/admin/dashboard');
+    const page = await svc.api().get('/admin/dashboard');
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.headers['content-security-policy']).toMatch(/default-src 'self'.*frame-ancestors 'none'/);
@@ -117,13 +120,13 @@ describe('the dashboard page', () => {
       ['chart.js', /javascript/],
       ['dashboard.css', /text\/css/],
     ] as const) {
-      const res = await request(svc.url).get(`/admin/dashboard/${file}`);
+      const res = await svc.api().get(`/admin/dashboard/${file}`);
       expect(res.status, file).toBe(200);
       expect(res.headers['content-type'], file).toMatch(type);
     }
     // Only these files: the page's route knows no others.
     for (const other of ['secret.js', 'index.html', '..%2F..%2Fadmin.routes.ts']) {
-      const res = await request(svc.url).get(`/admin/dashboard/${other}`);
+      const res = await svc.api().get(`/admin/dashboard/${other}`);
       expect(res.status, other).toBe(404);
       expect(res.body.code, other).toBe('NOT_FOUND');
     }

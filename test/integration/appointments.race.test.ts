@@ -5,7 +5,6 @@
 // the change request's send and answer times: the answer's updatedAt is its
 // statement's start, and a reminder committed while the change waited for the
 // row lock can carry a later created_at.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driveAppointments } from '../chaos/drivers/appointments.js';
 import { createHttp } from '../chaos/drivers/http.js';
@@ -61,13 +60,13 @@ afterAll(async () => {
 describe('reschedules and cancellations racing reminders', () => {
   it('sends exactly the reminders of the slots held at their remind times', async () => {
     // One request first: the API's first one pays for connections and warm-up.
-    expect((await request(api.url).get('/appointments/00000000-0000-0000-0000-000000000000')).status).toBe(404);
+    expect((await api.api().get('/appointments/00000000-0000-0000-0000-000000000000')).status).toBe(404);
     // Each appointment left alone, moved, cancelled, or moved then cancelled
     // between 800 ms before and 400 ms after its remind time
     // (test/chaos/drivers/appointments.ts). Skewed early: on a loaded machine a
     // request takes a few hundred ms, and changes sent just before the remind
     // time would all land after it.
-    const history = await driveAppointments(createHttp(api.url), {
+    const history = await driveAppointments(createHttp(api.url, api.key), {
       tag: 'race',
       count: N,
       spreadMs: N * 5,

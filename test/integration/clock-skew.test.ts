@@ -3,7 +3,6 @@
 // that decides them, not this host's. Here this process's Date.now() runs 5 s
 // ahead of both; before the fix a not-yet-due expiry came back 5 s late and a
 // periodic job ran a period plus 5 s apart.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { periodicHandler } from '../../src/queue/periodic/periodic.js';
 import { silentLogger } from '../../src/queue/types.js';
@@ -33,7 +32,8 @@ afterAll(async () => {
 
 describe('a worker whose clock runs ahead', () => {
   it('brings a not-yet-due expiry back when the database says it is due', async () => {
-    const created = await request(svc.url)
+    const created = await svc
+      .api()
       .post('/orders')
       .send(orderBody({ customerId: 'skew', paymentTimeoutSeconds: 2 }));
     expect(created.status).toBe(201);

@@ -6,7 +6,6 @@
 // never skipped.
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, type Page, chromium } from 'playwright-core';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
@@ -67,11 +66,12 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const admin = (path: string) => request(svc.url).get(path).set('Authorization', `Bearer ${TOKEN}`);
+const admin = (path: string) => svc.api().get(path).set('Authorization', `Bearer ${TOKEN}`);
 
 /** An order left unpaid: its cancellation notice fails at the webhook and, with one attempt allowed, dies. */
 async function deadNotification(): Promise<{ orderId: string; jobId: string }> {
-  const order = await request(svc.url)
+  const order = await svc
+    .api()
     .post('/orders')
     .send(orderBody({ customerId: 'dash', paymentTimeoutSeconds: 1 }));
   expect(order.status).toBe(201);
@@ -124,9 +124,9 @@ async function apiNumbers(): Promise<Record<string, Record<string, number>>> {
 describe('dashboard', () => {
   it('shows what the API reports and redrives a dead job with a click', async () => {
     const { orderId, jobId } = await deadNotification();
-    await request(svc.url).put('/areas/DASH-1').send({ vehiclePlate: 'DB-42', sorterContact: 'sorter@example.com' });
-    await request(svc.url).post('/parcels').send({ trackingNo: 'DASH-P1', area: 'DASH-1' });
-    const full = await request(svc.url).post('/parcels').send({ trackingNo: 'DASH-P2', area: 'DASH-1' });
+    await svc.api().put('/areas/DASH-1').send({ vehiclePlate: 'DB-42', sorterContact: 'sorter@example.com' });
+    await svc.api().post('/parcels').send({ trackingNo: 'DASH-P1', area: 'DASH-1' });
+    const full = await svc.api().post('/parcels').send({ trackingNo: 'DASH-P2', area: 'DASH-1' });
     expect(full.body.status).toBe('BATCHED');
 
     const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
@@ -170,7 +170,7 @@ describe('dashboard', () => {
     await row.locator('button[data-action="redrive"]').click();
     // Out of the dead set, delivered, acked: the job is gone and the notification SENT.
     expect(await waitFor(async () => (await admin(`/admin/queues/notifications/jobs/${encodeURIComponent(jobId)}`)).status === 404, 10_000, 100)).toBe(true);
-    const sent = await request(svc.url).get(`/notifications?orderId=${orderId}`);
+    const sent = await svc.api().get(`/notifications?orderId=${orderId}`);
     expect(sent.body.notifications).toMatchObject([{ kind: 'ORDER_CANCELLED', status: 'SENT' }]);
     await row.waitFor({ state: 'detached', timeout: 10_000 });
     await expect.poll(async () => (await pageNumbers(page)).notifications?.dead, { timeout: 10_000 }).toBe(1);
@@ -213,7 +213,7 @@ describe('API docs page', () => {
       if (!r.url().startsWith(svc.url)) outside.push(r.url());
     });
     await page.goto(`${svc.url}/docs`);
-    const documented = Object.values((await request(svc.url).get('/openapi.json')).body.paths as Record<string, object>).reduce<number>(
+    const documented = Object.values((await svc.api().get('/openapi.json')).body.paths as Record<string, object>).reduce<number>(
       (n, ops) => n + Object.keys(ops).length,
       0,
     );

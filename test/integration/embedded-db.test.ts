@@ -1,9 +1,10 @@
 // Zero-setup start: no DATABASE_URL, so the service runs its embedded
 // PostgreSQL (PGlite) under DATA_DIR, migrates it, and an order is created and
-// cancelled on it; the data survives a restart.
-import { spawn } from 'node:child_process';
+// cancelled on it with the development key it made; the data survives a
+// restart; the keys CLI works on it while the service is down.
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
 import { orderBody } from '../helpers/bodies.js';
 import { freePort } from '../helpers/redis-server.js';
+import { bearer } from '../helpers/service.js';
+import { KEY_PATTERN } from '../../src/core/auth/api-keys.js';
+import { DEV_KEY_FILE } from '../../src/service.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), 'ots-embedded-'));
@@ -22,6 +26,14 @@ afterAll(async () => {
   await dropPrefix(r, prefix);
   r.disconnect();
 });
+
+/** `main keys ...` on the embedded database under dataDir. */
+function keysCli(args: string[]): { status: number | null; output: string } {
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, DATA_DIR: dataDir, QUEUE_PREFIX: prefix };
+  delete env.DATABASE_URL;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'keys', ...args], { env, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}
 
 async function startMain(port: number) {
   const env: NodeJS.ProcessEnv = {
@@ -44,23 +56,28 @@ async function startMain(port: number) {
 }
 
 describe('embedded database', () => {
-  it('starts without DATABASE_URL, migrates, runs an order to cancellation, keeps data across restarts', async () => {
+  it('starts without DATABASE_URL, migrates, makes a development key once, runs an order to cancellation, keeps data across restarts', async () => {
     const port = await freePort();
     const first = await startMain(port);
     expect(first.up, first.output()).toBe(true);
     expect(first.output()).toContain('using the embedded PostgreSQL');
     expect(first.output()).toContain('"migration":"20261122000000_orders"');
+    // The newcomer's key: printed once and kept under the data directory.
+    const devKey = readFileSync(join(dataDir, DEV_KEY_FILE), 'utf8').trim();
+    expect(devKey).toMatch(KEY_PATTERN);
+    expect(first.output()).toContain(devKey);
+    expect(statSync(join(dataDir, DEV_KEY_FILE)).mode & 0o077).toBe(0);
     const base = `http://127.0.0.1:${port}`;
-    const created = await fetch(`${base}/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(orderBody({ customerId: 'emb', paymentTimeoutSeconds: 1 })),
-    });
+    const json = { 'content-type': 'application/json' };
+    const body = JSON.stringify(orderBody({ customerId: 'emb', paymentTimeoutSeconds: 1 }));
+    expect((await fetch(`${base}/orders`, { method: 'POST', headers: json, body })).status).toBe(401);
+    const created = await fetch(`${base}/orders`, { method: 'POST', headers: { ...json, ...bearer(devKey) }, body });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
+    const read = (key: string) => fetch(`${base}/orders/${id}`, { headers: bearer(key) });
     const cancelled = await waitFor(
       async () => {
-        const o = (await (await fetch(`${base}/orders/${id}`)).json()) as { status: string };
+        const o = (await (await read(devKey)).json()) as { status: string };
         return o.status === 'CANCELLED';
       },
       10_000,
@@ -70,13 +87,33 @@ describe('embedded database', () => {
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
+    // The operators' CLI, on the same embedded database while the service is down.
+    const made = keysCli(['create', '--name', 'reader', '--scopes', 'orders:read']);
+    expect(made.status, made.output).toBe(0);
+    const reader = /"key": "(ots_[^"]+)"/.exec(made.output)?.[1] as string;
+    expect(reader).toMatch(KEY_PATTERN);
+    const listed = keysCli(['list']);
+    expect(listed.status, listed.output).toBe(0);
+    expect(listed.output).toContain('"name":"reader"');
+    expect(listed.output).toContain('"name":"development"');
+    expect(listed.output).not.toContain('ots_');
+    expect(keysCli(['create', '--name', 'x', '--scopes', 'orders:everything']).status).toBe(2);
+
     const second = await startMain(port);
     expect(second.up, second.output()).toBe(true);
     expect(second.output()).not.toContain('"msg":"migration applied"');
-    const again = (await (await fetch(`${base}/orders/${id}`)).json()) as { status: string; cancelReason: string };
+    expect(second.output()).not.toContain('made a development API key');
+    const again = (await (await read(reader)).json()) as { status: string; cancelReason: string };
     expect(again).toMatchObject({ status: 'CANCELLED', cancelReason: 'PAYMENT_TIMEOUT' });
+    const refused = await fetch(`${base}/orders`, { method: 'POST', headers: { ...json, ...bearer(reader) }, body });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'INSUFFICIENT_SCOPE', scope: 'orders:write' });
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+
+    const revoked = keysCli(['revoke', /"id":"([^"]+)","name":"reader"/.exec(listed.output)?.[1] as string]);
+    expect(revoked.status, revoked.output).toBe(0);
+    expect(revoked.output).toMatch(/"revokedAt":"\d{4}-/);
   });
 
   it('refuses to run the api role alone on the embedded database', async () => {

@@ -15,7 +15,6 @@
 // - the lease is renewed before the claim, so a cancel committed while it is
 //   renewed stops the call (R8).
 import { randomUUID } from 'node:crypto';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
 import { dedupeKey } from '../../src/core/outbox.js';
@@ -89,7 +88,8 @@ function deliveryWorld(tag: string, maxAttempts: number) {
 
     /** Books an appointment for `${label}@example.com` (the reminder's recipient). */
     async book(label: string, startsAt: string, remindBeforeSeconds = 86_400): Promise<string> {
-      const res = await request(svc.url)
+      const res = await svc
+        .api()
         .post('/appointments')
         .send({ customerId: label, contact: `${label}@example.com`, channel: 'email', startsAt, remindBeforeSeconds });
       expect(res.status).toBe(201);
@@ -97,11 +97,11 @@ function deliveryWorld(tag: string, maxAttempts: number) {
     },
 
     async move(id: string, startsAt: string): Promise<void> {
-      expect((await request(svc.url).patch(`/appointments/${id}`).send({ startsAt })).status).toBe(200);
+      expect((await svc.api().patch(`/appointments/${id}`).send({ startsAt })).status).toBe(200);
     },
 
     async cancel(id: string): Promise<void> {
-      expect((await request(svc.url).post(`/appointments/${id}/cancel`)).status).toBe(200);
+      expect((await svc.api().post(`/appointments/${id}/cancel`)).status).toBe(200);
     },
 
     /** The reminder row of one slot, once written. */

@@ -5,7 +5,6 @@
 // notification goes to its own endpoint with its own secret, the others to
 // NOTIFY_WEBHOOK_URL.
 import { randomBytes } from 'node:crypto';
-import request from 'supertest';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -58,11 +57,12 @@ const verifies = (key: string, call: Received): boolean => {
 describe('signed webhooks', () => {
   it('signs an order notice with both secrets of a rotation, with the same webhook-id on its retry', async () => {
     shop.setBehaviour((call) => (call === 1 ? 'fail' : 'ok'));
-    const created = await request(svc.url)
+    const created = await svc
+      .api()
       .post('/orders')
       .send(orderBody({ customerId: 'signed' }));
     expect(created.status).toBe(201);
-    expect((await request(svc.url).post(`/orders/${created.body.id}/cancel`)).status).toBe(200);
+    expect((await svc.api().post(`/orders/${created.body.id}/cancel`)).status).toBe(200);
     await waitFor(async () => shop.delivered.length === 1, 5_000, 20);
     const calls = shop.calls;
     expect(calls).toHaveLength(2);
@@ -82,7 +82,8 @@ describe('signed webhooks', () => {
   });
 
   it("sends a reminder to the reminders' endpoint, signed with its own secret", async () => {
-    const booked = await request(svc.url)
+    const booked = await svc
+      .api()
       .post('/appointments')
       .send(appointmentBody({ customerId: 'signed' }));
     expect(booked.status).toBe(201);

@@ -11,7 +11,6 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 import { startWebhook, type Webhook } from '../helpers/webhook.js';
-import request from 'supertest';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -46,7 +45,8 @@ it('a reminder taken back whose fresh dispatch was lost is still delivered', asy
   hook.setBehaviour(() => 'fail');
   const a = slot(120);
   const b = slot(180);
-  const res = await request(svc.url)
+  const res = await svc
+    .api()
     .post('/appointments')
     .send({ customerId: 'tb', contact: 'tb@example.com', channel: 'email', startsAt: a, remindBeforeSeconds: 86_400 });
   const id = res.body.id as string;
@@ -57,7 +57,7 @@ it('a reminder taken back whose fresh dispatch was lost is still delivered', asy
   }, 5_000);
   const q = mod('notifications').queue;
   expect(await waitFor(async () => (await q.get(deliverJobId(n)))?.state === 'dead', 5_000, 20)).toBe(true);
-  expect((await request(svc.url).patch(`/appointments/${id}`).send({ startsAt: b })).status).toBe(200);
+  expect((await svc.api().patch(`/appointments/${id}`).send({ startsAt: b })).status).toBe(200);
   expect((await row(n)).status).toBe('CANCELLED');
   hook.setBehaviour(() => 'ok');
   // The move back commits and its remind job writes the reminder back, then

@@ -10,7 +10,6 @@
 // - the relay gives up on a row whose delivery job was dead-lettered before
 //   it settled the row (F11).
 import { randomUUID } from 'node:crypto';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
 import { createAppointmentsRepository } from '../../src/modules/appointments/appointments.repository.js';
@@ -57,7 +56,8 @@ const callsTo = (id: string) => hook.calls.filter((c) => c.body.id === id).lengt
 const slot = (minutes: number) => new Date(Math.ceil(Date.now() / 60_000) * 60_000 + minutes * 60_000).toISOString();
 
 async function book(tag: string, startsAt: string): Promise<string> {
-  const res = await request(svc.url)
+  const res = await svc
+    .api()
     .post('/appointments')
     .send({ customerId: tag, contact: `${tag}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: 86_400 });
   expect(res.status).toBe(201);
@@ -65,7 +65,7 @@ async function book(tag: string, startsAt: string): Promise<string> {
 }
 
 async function move(id: string, startsAt: string): Promise<void> {
-  const res = await request(svc.url).patch(`/appointments/${id}`).send({ startsAt });
+  const res = await svc.api().patch(`/appointments/${id}`).send({ startsAt });
   expect(res.status).toBe(200);
 }
 
@@ -133,7 +133,7 @@ describe('a withdrawal while the receiver is being called', () => {
     const id = await book('cancel-during-send', a);
     const n = await reminderOf(id, a);
     expect(await waitFor(() => callsTo(n) === 1, 5_000, 5)).toBe(true);
-    expect((await request(svc.url).post(`/appointments/${id}/cancel`)).status).toBe(200);
+    expect((await svc.api().post(`/appointments/${id}/cancel`)).status).toBe(200);
     expect(await waitFor(() => deliveredTo(n) === 1, 5_000, 10)).toBe(true);
     expect(await waitFor(async () => (await row(n)).status === 'SENT', 5_000, 20)).toBe(true);
   });
@@ -144,7 +144,7 @@ describe('a withdrawal while the receiver is being called', () => {
     const id = await book('cancel-during-failing-send', a);
     const n = await reminderOf(id, a);
     expect(await waitFor(() => callsTo(n) === 1, 5_000, 5)).toBe(true);
-    expect((await request(svc.url).post(`/appointments/${id}/cancel`)).status).toBe(200);
+    expect((await svc.api().post(`/appointments/${id}/cancel`)).status).toBe(200);
     expect(await waitFor(async () => (await row(n)).status === 'CANCELLED', 5_000, 20)).toBe(true);
     hook.setBehaviour(() => 'ok');
     await sleep(800); // past its retry delay

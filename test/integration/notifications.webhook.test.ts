@@ -3,7 +3,6 @@
 // redriven once the receiver recovers, a hanging receiver timed out, never sent
 // twice once SENT.
 import type { RedisClient } from '../../src/core/redis.js';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, sleep, waitFor } from '../helpers/redis.js';
@@ -41,7 +40,8 @@ const notificationsQueue = () => svc.module('notifications').queue;
 
 /** Books an appointment whose reminder is due at once; returns its notification once written. */
 async function remindNow(tag: string) {
-  const res = await request(svc.url)
+  const res = await svc
+    .api()
     .post('/appointments')
     .send({
       customerId: tag,
@@ -93,7 +93,7 @@ describe('webhook delivery', () => {
     expect(await waitFor(async () => (await notificationsQueue().get(jobId))?.state === 'dead', 5_000, 20)).toBe(true);
     expect(await row(id)).toMatchObject({ status: 'FAILED', attempts: 4, lastError: 'webhook failed: HTTP 503' });
     expect(callsFor(id)).toHaveLength(4);
-    const listed = await request(svc.url).get(`/notifications?appointmentId=${(await row(id)).appointmentId}`);
+    const listed = await svc.api().get(`/notifications?appointmentId=${(await row(id)).appointmentId}`);
     expect(listed.body.notifications).toMatchObject([{ id, status: 'FAILED', attempts: 4 }]);
 
     hook.setBehaviour(() => 'ok');
@@ -136,7 +136,7 @@ describe('webhook delivery', () => {
     const id = await remindNow('withdrawn');
     expect(await waitFor(() => callsFor(id).length >= 1, 3_000, 10)).toBe(true);
     const appointmentId = (await row(id)).appointmentId!;
-    const c = await request(svc.url).post(`/appointments/${appointmentId}/cancel`);
+    const c = await svc.api().post(`/appointments/${appointmentId}/cancel`);
     expect(c.status).toBe(200);
     expect(await row(id)).toMatchObject({ status: 'CANCELLED', lastError: 'appointment cancelled before the reminder was delivered' });
     hook.setBehaviour(() => 'ok');

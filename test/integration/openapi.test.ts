@@ -2,10 +2,14 @@
 // document, every route the express app serves described (and nothing else),
 // request schemas that refuse what the routes refuse, and answers that match
 // the shapes the document gives them.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient } from '../helpers/redis.js';
@@ -13,6 +17,8 @@ import { orderBody } from '../helpers/bodies.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'openapi-admin-token-0123456789';
+/** The Redocly CLI's entry, run with this Node. */
+const REDOCLY = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js');
 type Doc = {
   openapi: string;
   paths: Record<
@@ -39,7 +45,7 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 beforeAll(async () => {
   tdb = await createTestDb('openapi');
   svc = await startTestService(tdb.url, { ADMIN_TOKEN: TOKEN, PARCEL_BATCH_SIZE: '2' });
-  const res = await request(svc.url).get('/openapi.json');
+  const res = await svc.api().get('/openapi.json');
   expect(res.status).toBe(200);
   doc = res.body as Doc;
   ajv.addSchema({ $id: 'doc', ...doc });
@@ -82,7 +88,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('describes exactly the routes the app serves, admin ones with bearer security and a 401', () => {
+  it('describes exactly the routes the app serves, each with its credential: none, the admin token, or an API key and its scope', () => {
     const served = servedRoutes((svc.app as unknown as { router: { stack: Layer[] } }).router.stack).sort();
     const documented = Object.entries(doc.paths)
       .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`))
@@ -91,12 +97,37 @@ describe('OpenAPI document', () => {
     expect(documented).toEqual(served);
     for (const r of ['get /metrics', 'get /readyz', 'post /orders', 'get /admin/queues', 'get /admin/lateness', 'get /admin/dashboard', 'get /docs'])
       expect(documented).toContain(r);
+    const open = ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs', '/admin/dashboard'];
     for (const [p, ops] of Object.entries(doc.paths)) {
       for (const op of Object.values(ops)) {
-        const guarded = p.startsWith('/admin/') && !p.startsWith('/admin/dashboard');
-        expect(Boolean(op.security), p).toBe(guarded);
-        if (guarded) expect(op.responses['401'], p).toBeDefined();
+        if (open.some((o) => p === o || p.startsWith(`${o}/`))) expect(op.security, p).toEqual([]);
+        else if (p.startsWith('/admin/')) {
+          expect(op.security, p).toEqual([{ adminToken: [] }]);
+          expect(op.responses['401'], p).toBeDefined();
+        } else {
+          expect(op.security, p).toEqual([{ apiKey: [expect.stringMatching(/^[a-z]+:(read|write)$/)] }]);
+          for (const status of ['401', '403', '429']) expect(op.responses[status], `${p} ${status}`).toBeDefined();
+        }
       }
+    }
+  });
+
+  it('passes a stock linter: Redocly with its recommended rules, no errors', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ots-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, JSON.stringify(doc));
+      const r = spawnSync(process.execPath, [REDOCLY, 'lint', '--extends=recommended', '--format=json', file], {
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      });
+      const report = JSON.parse(r.stdout) as { totals: { errors: number }; problems: { ruleId: string; severity: string }[] };
+      expect(report.problems.filter((p) => p.severity === 'error')).toEqual([]);
+      expect(report.totals.errors).toBe(0);
+      expect(r.status, r.stderr).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -134,7 +165,8 @@ describe('request schemas refuse what the routes refuse', () => {
   it('POST /orders', async () => {
     const validate = bodySchema('/orders', 'post');
     for (const [what, body] of orders) {
-      const res = await request(svc.url)
+      const res = await svc
+        .api()
         .post('/orders')
         .send(body as object);
       expect([201, 400], what).toContain(res.status);
@@ -152,7 +184,8 @@ describe('request schemas refuse what the routes refuse', () => {
       ['a short contact', { vehiclePlate: 'AB-123', sorterContact: 'ab' }],
     ];
     for (const [what, body] of areas) {
-      const res = await request(svc.url)
+      const res = await svc
+        .api()
         .put('/areas/OA-1')
         .send(body as object);
       expect(area(body), what).toBe(res.status === 200);
@@ -165,7 +198,8 @@ describe('request schemas refuse what the routes refuse', () => {
       ['a 65-character number', { trackingNo: 'T'.repeat(65), area: 'OA-1' }],
     ];
     for (const [what, body] of parcels) {
-      const res = await request(svc.url)
+      const res = await svc
+        .api()
         .post('/parcels')
         .send(body as object);
       expect(parcel(body), what).toBe(res.status === 202);
@@ -177,7 +211,7 @@ describe('answers match their documented shapes', () => {
   const auth = { Authorization: `Bearer ${TOKEN}` };
 
   async function check(method: 'get' | 'post' | 'put' | 'delete', url: string, docPath: string, body?: object, headers: Record<string, string> = {}) {
-    let req = request(svc.url)[method](url).set(headers);
+    let req = svc.api()[method](url).set(headers);
     if (body) req = req.send(body);
     const res = await req;
     const type = String(res.headers['content-type']).split(';')[0] as string;
@@ -226,15 +260,15 @@ describe('answers match their documented shapes', () => {
   });
 
   it('serves a browsable page and its files, without any outside address', async () => {
-    const page = await request(svc.url).get('/docs');
+    const page = await svc.api().get('/docs');
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     const srcs = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
     expect(srcs.length).toBeGreaterThanOrEqual(2);
     for (const src of srcs) {
       expect(src).toMatch(/^\/docs\//);
-      expect((await request(svc.url).get(src)).status, src).toBe(200);
+      expect((await svc.api().get(src)).status, src).toBe(200);
     }
-    expect((await request(svc.url).get('/docs/index.html')).body.code).toBe('NOT_FOUND');
+    expect((await svc.api().get('/docs/index.html')).body.code).toBe('NOT_FOUND');
   });
 });

@@ -4,6 +4,9 @@
 import request from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
+import { apiKeyStore } from '../../src/core/auth/api-keys.js';
+import { apiKeyGuard } from '../../src/core/auth/guard.js';
+import { rateLimit } from '../../src/core/rate-limit.js';
 import { createDb } from '../../src/core/db.js';
 import { isDatabaseUnavailable } from '../../src/core/db-errors.js';
 import { freePort } from '../../src/core/free-port.js';
@@ -14,6 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { type TestDb, adminQuery, createTestDb } from '../helpers/db.js';
 import { orderBody } from '../helpers/bodies.js';
 import { REDIS_URL, waitFor } from '../helpers/redis.js';
+import { bearer } from '../helpers/service.js';
 
 const redis = createRedis(REDIS_URL, 'db-down-test');
 afterAll(() => redis.disconnect());
@@ -24,14 +28,23 @@ describe('database unavailable', () => {
     const db = createDb(`postgresql://postgres@127.0.0.1:${port}/none`, 1);
     const log = createLogger('silent');
     const orders = createOrdersModule({ db, redis, config: loadConfig({ QUEUE_PREFIX: 'dbdown' }), log, dispatch: async () => {} });
-    const app = createApp({ log, redis, db, routers: [orders.router] });
+    const guard = apiKeyGuard({
+      keys: apiKeyStore(db),
+      perKey: rateLimit(redis, 'dbdown', 'key', 1_000, 1_000),
+      failures: rateLimit(redis, 'dbdown', 'authfail', 1_000, 1_000),
+      log,
+    });
+    const app = createApp({ log, redis, db, routes: [orders.routes], guard });
+    // Shaped like a key: the guard has to ask the database, which is not there.
+    const key = `ots_${'0'.repeat(32)}_${'A'.repeat(43)}`;
     const create = await request(app)
       .post('/orders')
+      .set(bearer(key))
       .send(orderBody({ customerId: 'c' }));
     expect(create.status).toBe(503);
     expect(create.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(create.body.code).toBe('DATABASE_UNAVAILABLE');
-    const get = await request(app).get('/orders/00000000-0000-4000-8000-000000000000');
+    const get = await request(app).get('/orders/00000000-0000-4000-8000-000000000000').set(bearer(key));
     expect(get.status).toBe(503);
     const ready = await request(app).get('/readyz');
     expect(ready.status).toBe(503);

@@ -1,7 +1,6 @@
 // The pay-vs-expiry race: 500 orders with a 1 s window, each paid at a random
 // moment within +-200 ms of its deadline by concurrent clients while 4 workers
 // run. Exactly one winner per order, and the invariants hold.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { dropPrefix, redisClient, sleep, waitFor } from '../helpers/redis.js';
@@ -30,7 +29,7 @@ afterAll(async () => {
 
 describe('pay racing expiry', () => {
   it('ends every order PAID or CANCELLED with one winner', async () => {
-    const http = request(api.url);
+    const http = api.api();
     const orders: { id: string; expiresAt: number }[] = [];
     const payResults = new Map<string, number>();
     // Every order gets one pay attempt at its own deadline + U(-200, +200) ms,

@@ -1,8 +1,8 @@
 // Parcel batching through HTTP: full batches at the batch size, a timeout batch
 // at the maximum wait, idempotent intake, the crash window repaired by the
 // reconciliation pass, and bad input refused without writes.
+import type { Test } from 'supertest';
 import type { RedisClient } from '../../src/core/redis.js';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, sleep, waitFor } from '../helpers/redis.js';
@@ -28,7 +28,7 @@ afterAll(async () => {
   await stopTestService(svc, tdb);
 });
 
-const api = () => request(svc.url);
+const api = () => svc.api();
 type ParcelsModule = {
   batcher: { takeDue(shard: number): Promise<{ batches: { group: string; items: { item: string }[] }[] }> };
   reconcile: { run(): Promise<{ batches: number; parcels: number }> };
@@ -126,7 +126,7 @@ describe('batching', () => {
     // An API-only instance on its own keys: no flusher of its own races the test.
     const apiOnly = await startTestService(tdb.url, { PARCEL_MAX_WAIT_SECONDS: '1', PARCEL_RECONCILE_GRACE_SECONDS: '0' }, 'api');
     try {
-      const http = request(apiOnly.url);
+      const http = apiOnly.api();
       const m = apiOnly.module('parcels') as unknown as ParcelsModule;
       await http.put('/areas/crash').send({ vehiclePlate: 'CR-1', sorterContact: 'crash@example.com' });
       const ts = [tn('crash'), tn('crash'), tn('crash')];
@@ -151,7 +151,7 @@ describe('batching', () => {
 });
 
 describe('bad input: 4xx problem+json, nothing written', () => {
-  const cases: [string, () => request.Test, number, string][] = [
+  const cases: [string, () => Test, number, string][] = [
     ['area code with a colon', () => api().put('/areas/a:b').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
     ['area code with braces', () => api().put('/areas/%7Bx%7D').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
     [

@@ -4,7 +4,6 @@
 // a young parcel ended alone in a TIMEOUT batch a second before its maximum
 // wait). What the flusher holds is no longer a batch: the young parcel must go
 // back to waiting, in Redis with its arrival, and be batched at its own deadline.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
 import type { DueBatch } from '../../src/queue/scripts/batch-scripts.js';
@@ -35,7 +34,7 @@ beforeAll(async () => {
     },
     'api',
   );
-  await request(svc.url).put('/areas/DC-1').send({ vehiclePlate: 'DC-1', sorterContact: 'dc@example.com' }).expect(200);
+  await svc.api().put('/areas/DC-1').send({ vehiclePlate: 'DC-1', sorterContact: 'dc@example.com' }).expect(200);
 });
 afterAll(async () => stopTestService(svc, tdb));
 
@@ -44,9 +43,9 @@ const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { trackin
 describe('a flush that meets a reconciliation pass', () => {
   it('batches only what is still a batch and puts the rest back to wait', async () => {
     const parcels = svc.module('parcels') as Parcels;
-    await request(svc.url).post('/parcels').send({ trackingNo: 'DC-OLD', area: 'DC-1' }).expect(202);
+    await svc.api().post('/parcels').send({ trackingNo: 'DC-OLD', area: 'DC-1' }).expect(202);
     await sleep(MAX_WAIT_MS + 200);
-    await request(svc.url).post('/parcels').send({ trackingNo: 'DC-YOUNG', area: 'DC-1' }).expect(202);
+    await svc.api().post('/parcels').send({ trackingNo: 'DC-YOUNG', area: 'DC-1' }).expect(202);
     const youngAt = (await parcel('DC-YOUNG')).createdAt.getTime();
 
     const taken = (await parcels.batcher.takeDue(0)).batches;

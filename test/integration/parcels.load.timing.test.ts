@@ -4,12 +4,11 @@
 // maximum wait: every parcel in exactly one batch of its own area, no batch
 // above the batch size, FULL batches exactly the batch size, and timeout
 // batches flushed within max wait + 100 ms.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { REDIS_URL, sleep, waitFor } from '../helpers/redis.js';
 import { type ChildService, startChildService } from '../helpers/child-service.js';
-import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
+import { bearer, startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
 let svc: TestService;
@@ -54,7 +53,7 @@ let attempt = 0;
 describe('parcel intake under load', () => {
   it('puts every parcel in exactly one right-sized batch of its area, on time', { retry: 1, timeout: 240_000 }, async () => {
     const run = `r${attempt++}`;
-    const http = request(svc.url);
+    const http = svc.api();
     const areas = Array.from({ length: AREAS }, (_, i) => `${run}L${i}`);
     for (const a of areas) await http.put(`/areas/${a}`).send({ vehiclePlate: `V-${a}`, sorterContact: `${a}@example.com` });
     // Warm-up outside the measurement: the first flush of a fresh process pays
@@ -74,7 +73,7 @@ describe('parcel intake under load', () => {
         // fetch keeps its connections alive: the clients cost the machine less than the service.
         const res = await fetch(`${svc.url}/parcels`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...bearer(svc.key) },
           body: JSON.stringify({ trackingNo: `${run}-LD-${i}`, area }),
         });
         await res.arrayBuffer();

@@ -8,7 +8,6 @@
 //   neither Redis nor the database until the reconciliation pass;
 // - what a TIMEOUT commit finds not yet due by the database's clock waits
 //   here a moment before going back, instead of being taken again at once.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
 import { REGROUP_MIN_AGE_MS } from '../../src/modules/parcels/parcels.reconcile.js';
@@ -45,14 +44,14 @@ beforeAll(async () => {
     'api',
   );
   for (const area of ['RG-1', 'RG-2', 'RG-3', 'RG-4']) {
-    await request(svc.url).put(`/areas/${area}`).send({ vehiclePlate: area, sorterContact: 'rg@example.com' }).expect(200);
+    await svc.api().put(`/areas/${area}`).send({ vehiclePlate: area, sorterContact: 'rg@example.com' }).expect(200);
   }
 });
 afterAll(async () => stopTestService(svc, tdb));
 
 const parcels = () => svc.module('parcels') as Parcels;
 const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { trackingNo: t } });
-const post = (trackingNo: string, area: string) => request(svc.url).post('/parcels').send({ trackingNo, area }).expect(202);
+const post = (trackingNo: string, area: string) => svc.api().post('/parcels').send({ trackingNo, area }).expect(202);
 
 describe('parcels whose grouping in Redis went wrong', () => {
   it('are put back by the reconciliation pass, which batches the group they make full at once', async () => {

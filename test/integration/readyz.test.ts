@@ -2,7 +2,6 @@
 // a private redis-server; the test kills it mid-test, /readyz turns 503 naming
 // redis while /healthz stays up, and after a restart on the same port both
 // readiness and the API come back by themselves.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
@@ -29,18 +28,18 @@ afterAll(async () => {
 
 describe('/readyz', () => {
   it('is 200, then 503 naming redis while it is down, then 200 again once it is back', async () => {
-    const before = await request(svc.url).get('/readyz');
+    const before = await svc.api().get('/readyz');
     expect(before.status).toBe(200);
     expect(before.body).toEqual({ status: 'ready' });
 
     await srv.kill();
     expect(srv.running()).toBe(false);
-    const down = await request(svc.url).get('/readyz');
+    const down = await svc.api().get('/readyz');
     expect(down.status).toBe(503);
     expect(down.headers['content-type']).toMatch(/^application\/problem\+json/);
     // PostgreSQL still answers: only redis is named.
     expect(down.body).toMatchObject({ status: 503, code: 'NOT_READY', detail: 'redis' });
-    expect((await request(svc.url).get('/healthz')).status).toBe(200);
+    expect((await svc.api().get('/healthz')).status).toBe(200);
 
     const port = srv.port;
     await srv.restart();
@@ -48,7 +47,7 @@ describe('/readyz', () => {
     let last = 0;
     const back = await waitFor(
       async () => {
-        last = (await request(svc.url).get('/readyz')).status;
+        last = (await svc.api().get('/readyz')).status;
         return last === 200;
       },
       20_000,
@@ -57,7 +56,8 @@ describe('/readyz', () => {
     expect(back, `last /readyz status ${last}`).toBe(true);
 
     // Not only the probe: the API schedules into the restarted (empty) Redis again.
-    const order = await request(svc.url)
+    const order = await svc
+      .api()
       .post('/orders')
       .send(orderBody({ customerId: 'readyz' }));
     expect(order.status).toBe(201);

@@ -2,7 +2,6 @@
 // and the reconciliation passes repair from PostgreSQL: overdue orders are
 // cancelled, lost expiry and reminder jobs re-created, overdue reminders sent,
 // and notifications whose delivery job was lost are delivered.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createTestDb, type TestDb } from '../helpers/db.js';
@@ -35,7 +34,7 @@ describe('reconciliation after Redis lost its data', () => {
     const env = { REDIS_URL: redisServer.url, ORDER_RECONCILE_INTERVAL_SECONDS: '3600', ORDER_RECONCILE_GRACE_SECONDS: '1' };
     const api = await startTestService(tdb.url, env, 'api');
     services.push(api);
-    const http = request(api.url);
+    const http = api.api();
     const soon = await Promise.all(Array.from({ length: 20 }, () => http.post('/orders').send(order(1))));
     const later = await Promise.all(Array.from({ length: 5 }, () => http.post('/orders').send(order(3_600))));
     const admin = new Redis(redisServer.url);
@@ -77,7 +76,7 @@ describe('reconciliation after Redis lost its data', () => {
     for (const s of services.splice(0)) await s.stop(); // nothing of the first case keeps running
     const api = await startTestService(tdb.url, env, 'api');
     services.push(api);
-    const http = request(api.url);
+    const http = api.api();
     const book = (inMs: number, lead: number) =>
       http.post('/appointments').send({
         customerId: 'rc',

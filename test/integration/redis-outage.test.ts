@@ -10,9 +10,9 @@
 // - after the hang, work resumes by itself: the orders made during it are cancelled;
 // - a silent connection is noticed and replaced: the API schedules again and
 //   the parcel flusher flushes again.
+import type { Response } from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PARCELS_QUEUE } from '../../src/modules/parcels/parcels.module.js';
 import { batcherKeys, batcherPrefix } from '../../src/queue/keys.js';
@@ -57,8 +57,8 @@ beforeAll(async () => {
     PARCEL_MAX_WAIT_SECONDS: '3',
     PARCEL_RECONCILE_INTERVAL_SECONDS: '3600',
   });
-  await request(svc.url).put('/areas/OUT-A').send({ vehiclePlate: 'OUT-1', sorterContact: 'a@example.com' }).expect(200);
-  await request(svc.url).put('/areas/OUT-B').send({ vehiclePlate: 'OUT-2', sorterContact: 'b@example.com' }).expect(200);
+  await svc.api().put('/areas/OUT-A').send({ vehiclePlate: 'OUT-1', sorterContact: 'a@example.com' }).expect(200);
+  await svc.api().put('/areas/OUT-B').send({ vehiclePlate: 'OUT-2', sorterContact: 'b@example.com' }).expect(200);
 });
 afterAll(async () => {
   if (pid) process.kill(pid, 'SIGCONT');
@@ -76,7 +76,8 @@ async function timed<T>(f: () => Promise<T>): Promise<{ ms: number; value: T }> 
 }
 
 const order = () =>
-  request(svc.url)
+  svc
+    .api()
     .post('/orders')
     .send(orderBody({ customerId: 'outage', paymentTimeoutSeconds: 1 }));
 const items = (area: string) => `${batcherKeys(batcherPrefix(svc.prefix), PARCELS_QUEUE, 0).itemsPrefix}${area}`;
@@ -84,7 +85,7 @@ const items = (area: string) => `${batcherKeys(batcherPrefix(svc.prefix), PARCEL
 describe('Redis hung (SIGSTOP)', () => {
   it('answers in time, piles nothing up, runs nothing stale, and resumes by itself', async () => {
     // A parcel waits in its area's group before the hang (batch size 2, maximum wait 3 s).
-    await request(svc.url).post('/parcels').send({ trackingNo: 'OUT-P1', area: 'OUT-B' }).expect(202);
+    await svc.api().post('/parcels').send({ trackingNo: 'OUT-P1', area: 'OUT-B' }).expect(202);
     expect(await direct.zscore(items('OUT-B'), 'OUT-P1')).not.toBeNull();
 
     process.kill(pid, 'SIGSTOP');
@@ -95,27 +96,27 @@ describe('Redis hung (SIGSTOP)', () => {
       expect(first.value.status).toBe(201);
       expect(first.ms).toBeLessThan(ANSWER_MS);
       // The second parcel's add would fill the group: sent now, it reaches Redis only after the hang.
-      const parcel = await timed(() => request(svc.url).post('/parcels').send({ trackingNo: 'OUT-P2', area: 'OUT-B' }));
+      const parcel = await timed(() => svc.api().post('/parcels').send({ trackingNo: 'OUT-P2', area: 'OUT-B' }));
       expect(parcel.value.status).toBe(202);
       expect(parcel.value.body.status).toBe('WAITING');
       expect(parcel.ms).toBeLessThan(ANSWER_MS);
 
-      const metrics = await timed(() => request(svc.url).get('/metrics'));
+      const metrics = await timed(() => svc.api().get('/metrics'));
       expect(metrics.value.status).toBe(200);
       expect(metrics.ms).toBeLessThan(ANSWER_MS);
       expect(metrics.value.text).toMatch(/^ots_queue_stats_up 0$/m);
       expect(metrics.value.text).not.toMatch(/^ots_queue_jobs\{/m);
       expect(metrics.value.text).toMatch(/^ots_process_resident_memory_bytes /m);
 
-      const admin = await timed(() => request(svc.url).get('/admin/queues').set('authorization', `Bearer ${ADMIN_TOKEN}`));
+      const admin = await timed(() => svc.api().get('/admin/queues').set('authorization', `Bearer ${ADMIN_TOKEN}`));
       expect(admin.value.status).toBe(503);
       expect(admin.value.body.code).toBe('REDIS_UNAVAILABLE');
       expect(admin.ms).toBeLessThan(ANSWER_MS);
-      expect((await request(svc.url).get('/readyz')).status).toBe(503);
+      expect((await svc.api().get('/readyz')).status).toBe(503);
 
       // Requests keep coming through the hang; once the socket timeout has
       // ended the hung connection, the client holds nothing for later.
-      const more: Promise<request.Response>[] = [];
+      const more: Promise<Response>[] = [];
       while (Date.now() - hungAt < SOCKET_TIMEOUT_MS + 1_500) {
         more.push(order());
         await sleep(20);
@@ -151,13 +152,13 @@ describe('Redis hung (SIGSTOP)', () => {
     const recoveryMs = Date.now() - resumedAt;
     console.log(JSON.stringify({ test: 'redis-hang', ordersDuringHang: created.length, recoveryMs }));
     expect(settled, `orders made during the hang cancelled after it`).toBe(true);
-    expect((await request(svc.url).get('/readyz')).status).toBe(200);
+    expect((await svc.api().get('/readyz')).status).toBe(200);
   });
 });
 
 describe('connections gone silent', () => {
   it('notices them, replaces them, and schedules and flushes again', async () => {
-    expect(await waitFor(async () => (await request(svc.url).get('/readyz')).status === 200, 10_000, 100)).toBe(true);
+    expect(await waitFor(async () => (await svc.api().get('/readyz')).status === 200, 10_000, 100)).toBe(true);
     const silenced = proxy.silence();
     expect(silenced).toBeGreaterThan(0);
 
@@ -181,7 +182,7 @@ describe('connections gone silent', () => {
     // The flusher, whose connection went silent too, flushes again: a parcel
     // alone in its area is batched at its maximum wait.
     const tracking = `OUT-S-${randomUUID().slice(0, 8)}`;
-    await request(svc.url).post('/parcels').send({ trackingNo: tracking, area: 'OUT-A' }).expect(202);
+    await svc.api().post('/parcels').send({ trackingNo: tracking, area: 'OUT-A' }).expect(202);
     const batched = await waitFor(async () => (await tdb.db.parcel.findUnique({ where: { trackingNo: tracking } }))?.status === 'BATCHED', 15_000, 100);
     expect(batched, 'a parcel posted after the silence is batched by the flusher').toBe(true);
   });

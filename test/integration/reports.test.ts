@@ -1,6 +1,5 @@
 // The daily report: a cron job that sums up the previous local day of the
 // domains, idempotent per day, readable through the admin API.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/logger.js';
 import { createReportsModule, dayBefore } from '../../src/modules/reports/reports.module.js';
@@ -22,7 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => stopTestService(svc, tdb));
 
-const admin = (path: string) => request(svc.url).get(path).set('Authorization', `Bearer ${TOKEN}`);
+const admin = (path: string) => svc.api().get(path).set('Authorization', `Bearer ${TOKEN}`);
 
 describe('daily report', () => {
   it('names the local day before the occurrence', () => {
@@ -68,7 +67,7 @@ describe('daily report', () => {
   });
 
   it('counts one local day of orders, reminders and parcels', async () => {
-    const http = request(svc.url);
+    const http = svc.api();
     const body = orderBody({ items: [{ sku: 's', quantity: 2, unitPriceCents: 150 }] });
     const paid = (await http.post('/orders').send(body)).body.id;
     expect((await http.post(`/orders/${paid}/pay`).send({})).status).toBe(200);

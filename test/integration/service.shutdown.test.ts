@@ -2,7 +2,6 @@
 // one module's handler runs out its grace period, no other module goes on
 // claiming and starting jobs, and the whole stop takes one grace period,
 // not one per module.
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { gate } from '../helpers/queues.js';
@@ -33,7 +32,8 @@ describe('graceful shutdown', () => {
     svc = await startTestService(tdb.url, { SHUTDOWN_GRACE_MS: String(GRACE_MS), WORKER_IDLE_RECHECK_MS: '200' });
     const s = svc;
     // A reminder handler that runs long: it waits for its appointment's row lock, held here.
-    const booked = await request(s.url)
+    const booked = await s
+      .api()
       .post('/appointments')
       // Reminded 1 s from now: time to take the lock first.
       .send({
@@ -59,7 +59,8 @@ describe('graceful shutdown', () => {
     expect(await waitFor(async () => (await lockWaiters()) > 0, 5_000, 20)).toBe(true);
 
     // An order whose expiry falls due while the service is stopping.
-    const order = await request(s.url)
+    const order = await s
+      .api()
       .post('/orders')
       .send(orderBody({ customerId: 'sd', paymentTimeoutSeconds: 1 }));
     expect(order.status).toBe(201);

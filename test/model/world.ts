@@ -22,6 +22,7 @@ import { sleep, waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
 import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
 import { type Answer, type Webhook, startWebhook } from '../helpers/webhook.js';
+import { makeApiKey } from '../helpers/service.js';
 
 /** The receiver's next answers: a kind, applied to every call until changed. */
 export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody', 'hang', 'reject'] as const;
@@ -48,6 +49,8 @@ export const MODEL_ADMIN_TOKEN = 'model-suite-admin-token';
 const ENV: Readonly<Record<string, string>> = {
   HOST: '127.0.0.1',
   ADMIN_TOKEN: MODEL_ADMIN_TOKEN,
+  // The model books many reminders for few contacts; its rules do not include this limit.
+  REMINDERS_PER_CONTACT_PER_HOUR: '100000',
   LOG_LEVEL: 'info',
   DATABASE_POOL_SIZE: '4',
   WORKER_LEASE_MS: String(MODEL_TIMINGS.WORKER_LEASE_MS),
@@ -128,7 +131,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
   const finished: string[] = [];
   let restarting: Promise<void> = Promise.resolve();
   let runs = 0;
-  const http = createHttp(`http://127.0.0.1:${port}`, 60_000);
+  const http = createHttp(`http://127.0.0.1:${port}`, (await makeApiKey(tdb.url)).key, 60_000);
 
   async function killWorker(): Promise<void> {
     await restarting;

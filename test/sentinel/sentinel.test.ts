@@ -14,7 +14,7 @@ import type { ShardKeys } from '../../src/queue/keys.js';
 import { type TestDb, createTestDb } from '../helpers/db.js';
 import { REDIS_URL, sleep, uniqueQueueName, waitFor } from '../helpers/redis.js';
 import { type SentinelSet, type Switch, startSentinelSet } from '../helpers/redis-sentinel.js';
-import { type TestService, startTestService } from '../helpers/service.js';
+import { type TestService, bearer, startTestService } from '../helpers/service.js';
 import { type Webhook, startWebhook } from '../helpers/webhook.js';
 
 // Short timings, so what a failover loses is repaired within seconds.
@@ -56,7 +56,7 @@ type Placed = {
 type Fault = Switch & { kind: string; at: number; recoveryMs: number | null };
 
 /** An HTTP client that records every answer and retries 503s and broken connections (same Idempotency-Key). */
-function httpClient(base: string) {
+function httpClient(base: string, key: string) {
   const calls: Call[] = [];
   async function once(method: string, path: string, body: unknown, headers: Record<string, string>) {
     const sentAt = Date.now();
@@ -65,7 +65,7 @@ function httpClient(base: string) {
     try {
       const res = await fetch(`${base}${path}`, {
         method,
-        headers: { 'content-type': 'application/json', ...headers },
+        headers: { 'content-type': 'application/json', ...bearer(key), ...headers },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(10_000),
       });
@@ -222,7 +222,7 @@ describe('service on Redis Sentinel under order load', () => {
 
   it('SENTINEL FAILOVER, then SIGKILL of the new master: nothing lost, nothing twice', async () => {
     const started = Date.now();
-    const http = httpClient(svc.url);
+    const http = httpClient(svc.url, svc.key);
     const orders = svc.modules.find((m) => m.name === 'orders');
     if (!orders) throw new Error('no orders module');
     const jobs = (orders.queue.keys[0] as ShardKeys).jobs;

@@ -1,6 +1,7 @@
 // The operators' tables keep their one safe order (src/composition/operator-routes.ts):
 // the dashboard page answers without a token, everything else under /admin
 // only with the admin token.
+import type { ApiKeyStore } from '../../src/core/auth/api-keys.js';
 import request from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -17,12 +18,17 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+// The routes below never reach the API keys' table.
+const notUsed = () => Promise.reject(new Error('not used by this test'));
+const keysNotUsedHere: ApiKeyStore = { create: notUsed, list: notUsed, revoke: notUsed, any: notUsed, verify: notUsed, touch: notUsed };
+
 const app = createApp({
   log: createLogger('silent'),
   redis,
   routes: operatorRoutes({
     queues: [createQueue(redis, { name, types: { t: {} } })],
     token: TOKEN,
+    keys: keysNotUsedHere,
     lateness: { read: async () => [] },
     recentBatches: async () => [],
     dailyReports: async () => [],

@@ -38,6 +38,7 @@ export function docsRoutes(document: () => OpenApiDocument): RouteTable {
       route({
         method: 'get',
         path: '/openapi.json',
+        auth: 'public',
         summary: 'This OpenAPI 3.1 document',
         responses: { 200: { description: 'the document' } },
         handle: (_input, res) => {
@@ -47,6 +48,7 @@ export function docsRoutes(document: () => OpenApiDocument): RouteTable {
       route({
         method: 'get',
         path: '/docs',
+        auth: 'public',
         summary: 'Browse this document (Swagger UI)',
         responses: { 200: { description: 'an HTML page', contentType: 'text/html' } },
         handle: (_input, res) => {
@@ -56,6 +58,7 @@ export function docsRoutes(document: () => OpenApiDocument): RouteTable {
       route({
         method: 'get',
         path: '/docs/swagger-init.js',
+        auth: 'public',
         summary: "The documentation page's start-up script",
         responses: { 200: { description: 'JavaScript', contentType: 'text/javascript' } },
         handle: (_input, res) => {
@@ -65,6 +68,7 @@ export function docsRoutes(document: () => OpenApiDocument): RouteTable {
       route({
         method: 'get',
         path: '/docs/:asset',
+        auth: 'public',
         summary: 'Static files of the documentation page',
         params: { asset: fileParam(ASSETS) },
         responses: { 200: { description: 'the file (CSS, JavaScript or an icon)', contentType: '*/*' } },

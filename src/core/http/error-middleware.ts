@@ -19,6 +19,7 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     if (res.headersSent) return;
     if (err instanceof AppError) {
+      if (err.headers) res.set(err.headers);
       return sendProblem(res, { status: err.status, code: err.code, title: err.message, errors: err.details });
     }
     if (err instanceof ZodError) {

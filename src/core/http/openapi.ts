@@ -12,6 +12,7 @@ type Operation = { [key: string]: unknown; responses: Record<string, unknown> };
 export type OpenApiDocument = {
   openapi: '3.1.0';
   info: { title: string; version: string; description?: string };
+  servers: { url: string; description: string }[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Partial<Record<RouteDoc['method'], Operation>>>;
   components: Record<string, Record<string, unknown>>;
@@ -19,7 +20,8 @@ export type OpenApiDocument = {
 export type OpenApiInfo = OpenApiDocument['info'];
 
 const PROBLEM = '#/components/schemas/Problem';
-const SECURITY = 'adminToken';
+const ADMIN = 'adminToken';
+const API_KEY = 'apiKey';
 
 /** A request-side schema describes what a client sends (before transforms and defaults); an answer's, what it gets. */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
@@ -39,6 +41,7 @@ export function openApiDocument(info: OpenApiInfo, tables: readonly RouteTable[]
   return {
     openapi: '3.1.0',
     info,
+    servers: [{ url: '/', description: 'this service (the document is served by the API it describes)' }],
     tags: tables.map((t) => ({ name: t.tag, ...(t.description && { description: t.description }) })),
     paths,
     components: {
@@ -53,13 +56,21 @@ export function openApiDocument(info: OpenApiInfo, tables: readonly RouteTable[]
           schema: jsonSchemaOf(idempotencyKeySchema, 'input'),
         },
       },
-      securitySchemes: { [SECURITY]: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the service' } },
+      securitySchemes: {
+        [API_KEY]: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API key (`ots_…`), made by an operator (POST /admin/api-keys or `npm run keys -- create`). ' +
+            'Each operation lists the one scope it needs: without a valid key 401 UNAUTHORIZED, without the scope 403 INSUFFICIENT_SCOPE.',
+        },
+        [ADMIN]: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the service: opens /admin only, never the domain API' },
+      },
     },
   };
 }
 
 function operation(doc: RouteDoc, table: RouteTable): Operation {
-  const guarded = table.bearer !== undefined && doc.path.startsWith(table.bearer.prefix);
   const parameters: unknown[] = [...pathParameters(doc), ...(doc.query ? queryParameters(doc.query) : [])];
   if (doc.idempotencyKey) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   const op: Operation = {
@@ -71,10 +82,17 @@ function operation(doc: RouteDoc, table: RouteTable): Operation {
     ...(doc.body && {
       requestBody: { required: !doc.bodyOptional, content: { 'application/json': { schema: jsonSchemaOf(doc.body, 'input') } } },
     }),
-    responses: { ...replies(doc.responses), ...problems(errorCasesOf(doc, table, guarded)) },
-    ...(guarded && { security: [{ [SECURITY]: [] }] }),
+    responses: { ...replies(doc.responses), ...problems(errorCasesOf(doc, table)) },
+    security: securityOf(doc),
   };
   return op;
+}
+
+/** An empty list says "no credential" (public); OpenAPI 3.1 lets a bearer scheme list the scope it needs. */
+function securityOf(doc: RouteDoc): Record<string, string[]>[] {
+  if (doc.auth === 'public') return [];
+  if (doc.auth === 'admin') return [{ [ADMIN]: [] }];
+  return [{ [API_KEY]: [doc.auth] }];
 }
 
 function pathParameters(doc: RouteDoc): Parameter[] {
@@ -114,9 +132,11 @@ function replies(responses: Readonly<Record<number, Reply>>): Record<string, unk
 }
 
 /** Every error a route can answer with: the ones its input checks imply, its own, its table's. */
-export function errorCasesOf(doc: RouteDoc, table: RouteTable, guarded: boolean): ErrorCase[] {
+export function errorCasesOf(doc: RouteDoc, table: RouteTable): ErrorCase[] {
   const cases: ErrorCase[] = [];
-  if (guarded) cases.push(HTTP_ERRORS.UNAUTHORIZED);
+  const { UNAUTHORIZED, INSUFFICIENT_SCOPE, RATE_LIMITED, TOO_MANY_AUTH_FAILURES } = HTTP_ERRORS;
+  if (doc.auth === 'admin') cases.push(UNAUTHORIZED);
+  else if (doc.auth !== 'public') cases.push(UNAUTHORIZED, INSUFFICIENT_SCOPE, RATE_LIMITED, TOO_MANY_AUTH_FAILURES);
   if (doc.query) cases.push(doc.queryError ?? HTTP_ERRORS.VALIDATION_FAILED);
   for (const p of Object.values(doc.params ?? {})) cases.push(p);
   if (doc.idempotencyKey) cases.push(HTTP_ERRORS.INVALID_IDEMPOTENCY_KEY);

@@ -16,6 +16,7 @@ export function opsRoutes(deps: OpsDeps): RouteTable {
     route({
       method: 'get',
       path: '/healthz',
+      auth: 'public',
       summary: 'Liveness: the process answers',
       responses: { 200: { description: 'up', schema: z.object({ status: z.literal('ok') }) } },
       handle: (_input, res) => {
@@ -25,6 +26,7 @@ export function opsRoutes(deps: OpsDeps): RouteTable {
     route({
       method: 'get',
       path: '/readyz',
+      auth: 'public',
       summary: 'Readiness: Redis and PostgreSQL answer within a second',
       responses: { 200: { description: 'ready', schema: z.object({ status: z.literal('ready') }) } },
       errors: [{ status: 503, code: 'NOT_READY' }],
@@ -49,6 +51,7 @@ export function opsRoutes(deps: OpsDeps): RouteTable {
       route({
         method: 'get',
         path: '/metrics',
+        auth: 'public',
         summary: 'Prometheus metrics (text exposition format)',
         responses: { 200: { description: 'the metrics', contentType: metrics.registry.contentType } },
         handle: async (_input, res) => {

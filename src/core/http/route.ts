@@ -2,11 +2,24 @@
 // checked with, its answers and error codes, and the handler. The express
 // router and the OpenAPI document are both built from these declarations, so
 // what the API checks and what it documents cannot drift apart.
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
+import type { Client } from '../auth/api-keys.js';
+import { type ApiKeyGuard, clientOf } from '../auth/guard.js';
+import type { Scope } from '../auth/scopes.js';
 import { AppError } from '../errors.js';
 import { bearerAuth } from './bearer-auth.js';
 import { idempotencyKey } from './idempotency-key.js';
+
+/**
+ * Who may call a route: anyone ('public': health, metrics, the documents and
+ * pages without data), operators with the admin token ('admin': only in a
+ * table with a bearer guard), or a client whose API key holds the scope.
+ */
+export type RouteAuth = 'public' | 'admin' | Scope;
+
+/** Largest JSON body accepted. */
+export const BODY_LIMIT = '64kb';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -36,8 +49,13 @@ export type RouteInput<P extends ParamMap, Q, B> = {
   readonly params: { readonly [K in keyof P]: z.output<P[K]['schema']> };
   readonly query: Out<Q>;
   readonly body: Out<B>;
-  /** The Idempotency-Key header (checked), on routes that take one. */
+  /**
+   * The Idempotency-Key header (checked), on routes that take one, scoped to
+   * the calling client ("<api key id>:<key>"): two clients never share one.
+   */
   readonly idempotencyKey: string | null;
+  /** The API key's client, on routes that need one. */
+  readonly client: Client | null;
 };
 
 export type RouteSpec<P extends ParamMap, Q extends z.ZodType | undefined, B extends z.ZodType | undefined> = {
@@ -46,6 +64,8 @@ export type RouteSpec<P extends ParamMap, Q extends z.ZodType | undefined, B ext
   readonly path: string;
   readonly summary: string;
   readonly description?: string;
+  /** Who may call it; checked before anything else of the request is read. */
+  readonly auth: RouteAuth;
   /** Checked in this order, after the query. */
   readonly params?: P;
   readonly query?: Q;
@@ -82,6 +102,9 @@ export const HTTP_ERRORS = {
   INVALID_JSON: { status: 400, code: 'INVALID_JSON' },
   INVALID_IDEMPOTENCY_KEY: { status: 400, code: 'INVALID_IDEMPOTENCY_KEY' },
   UNAUTHORIZED: { status: 401, code: 'UNAUTHORIZED' },
+  INSUFFICIENT_SCOPE: { status: 403, code: 'INSUFFICIENT_SCOPE' },
+  RATE_LIMITED: { status: 429, code: 'RATE_LIMITED' },
+  TOO_MANY_AUTH_FAILURES: { status: 429, code: 'TOO_MANY_AUTH_FAILURES' },
   PAYLOAD_TOO_LARGE: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
   UNSUPPORTED_ENCODING: { status: 415, code: 'UNSUPPORTED_ENCODING' },
   INTERNAL: { status: 500, code: 'INTERNAL' },
@@ -108,10 +131,12 @@ export function route<P extends ParamMap = Record<never, PathParam>, Q extends z
       if (!r.success) throw new AppError(p.code, p.status, p.message(raw));
       params[name] = r.data;
     }
-    const key = spec.idempotencyKey ? idempotencyKey(req) : null;
+    const client = clientOf(res);
+    const given = spec.idempotencyKey ? idempotencyKey(req) : null;
+    const key = given !== null && client ? `${client.id}:${given}` : given;
     const body = spec.body ? spec.body.parse(req.body ?? (spec.bodyOptional ? {} : undefined)) : undefined;
     // The casts restate what the checks above established for these schemas.
-    const input = { params, query, body, idempotencyKey: key } as RouteInput<P, Q, B>;
+    const input = { params, query, body, idempotencyKey: key, client } as RouteInput<P, Q, B>;
     await handle(input, res, req);
   };
   return { doc: doc as RouteDoc, handler };
@@ -124,15 +149,33 @@ function parseQuery(schema: z.ZodType, error: RouteDoc['queryError'], raw: unkno
   return r.data;
 }
 
-/** The express router of one table: its guard (if any) in front, then its routes. */
-export function routerOf(table: RouteTable): Router {
+/**
+ * The express router of one table: its bearer guard (if any) in front, then
+ * per route its API-key guard, the JSON body parser (after the guard: a
+ * stranger's body is never read) and the handler. A route that needs a key
+ * without a guard to check it, or the admin token outside a guarded table,
+ * fails here, when the app is built: no route is ever served open by mistake.
+ */
+export function routerOf(table: RouteTable, guard?: ApiKeyGuard): Router {
   const r = Router();
   if (table.bearer) r.use(table.bearer.prefix, bearerAuth(table.bearer.token));
-  for (const { doc, handler } of table.routes) r[doc.method](doc.path, handler);
+  const json = express.json({ limit: BODY_LIMIT });
+  for (const { doc, handler } of table.routes) {
+    const chain: RequestHandler[] = [];
+    if (doc.auth === 'admin') {
+      if (!table.bearer || !doc.path.startsWith(table.bearer.prefix))
+        throw new Error(`${doc.method} ${doc.path} needs the admin token outside its table's guard`);
+    } else if (doc.auth !== 'public') {
+      if (!guard) throw new Error(`${doc.method} ${doc.path} needs an API key but the app has no key guard`);
+      chain.push(guard.require(doc.auth));
+    }
+    if (doc.body) chain.push(json);
+    r[doc.method](doc.path, ...chain, handler);
+  }
   return r;
 }
 
-/** A module's HTTP side: its route table and the router built from it. */
-export function httpOf(table: RouteTable): { routes: RouteTable; router: Router } {
-  return { routes: table, router: routerOf(table) };
+/** A module's HTTP side: its route table. */
+export function httpOf(table: RouteTable): { routes: RouteTable } {
+  return { routes: table };
 }

@@ -2,10 +2,12 @@
 // letters (list, redrive, delete), run a job now or cancel it, lateness over
 // the last minutes and the latest parcel batches.
 import { z } from 'zod';
+import type { ApiKeyStore } from '../../core/auth/api-keys.js';
 import { AppError } from '../../core/errors.js';
 import { redisCall } from '../../core/redis-call.js';
 import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
 import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
+import { apiKeyRoutes } from './api-keys.routes.js';
 import {
   JOB_ID_MESSAGE,
   type JobJson,
@@ -38,6 +40,8 @@ export type DailyReport = Omit<z.infer<typeof dailyReportsJsonSchema>['reports']
 
 export type AdminDeps = {
   readonly queues: readonly Queue[];
+  /** The clients' API keys, which operators make and revoke here. */
+  readonly keys: ApiKeyStore;
   readonly token: string;
   readonly lateness: LatenessReader;
   readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
@@ -66,6 +70,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/queues',
+      auth: 'admin',
       summary: 'Every queue with its shards: pending, due now, in flight, dead, next due time, oldest due lag',
       responses: ok('the queues', queuesJsonSchema),
       handle: async (_input, res) => {
@@ -76,6 +81,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/queues/:name/jobs/:id',
+      auth: 'admin',
       summary: 'A job: state, due time, attempts, last error, payload',
       params: { name, id },
       responses: ok('the job', jobJsonSchema),
@@ -89,6 +95,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'post',
       path: '/admin/queues/:name/jobs/:id/run-now',
+      auth: 'admin',
       summary: 'Make a pending or in-flight job due now',
       params: { name, id },
       responses: ok('rescheduled', status('rescheduled').extend({ dueAt: z.iso.datetime() })),
@@ -102,6 +109,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'delete',
       path: '/admin/queues/:name/jobs/:id',
+      auth: 'admin',
       summary: 'Cancel a job, whatever its state',
       params: { name, id },
       responses: ok('cancelled', status('cancelled').extend({ was: z.enum(['pending', 'in_flight', 'dead']) })),
@@ -115,6 +123,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/queues/:name/dead',
+      auth: 'admin',
       summary: 'Dead jobs with their last error, oldest death first, a page at a time',
       query: deadQuerySchema,
       params: { name },
@@ -128,6 +137,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'post',
       path: '/admin/queues/:name/dead/redrive',
+      auth: 'admin',
       summary: 'Redrive the oldest dead jobs (at most `max` per shard)',
       query: redriveAllQuerySchema,
       params: { name },
@@ -139,6 +149,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'post',
       path: '/admin/queues/:name/dead/:id/redrive',
+      auth: 'admin',
       summary: 'Redrive one dead job: due now, attempts counted afresh',
       params: { name, id },
       responses: ok('redriven', status('redriven')),
@@ -151,6 +162,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'delete',
       path: '/admin/queues/:name/dead/:id',
+      auth: 'admin',
       summary: 'Delete one dead job',
       params: { name, id },
       responses: ok('deleted', status('deleted')),
@@ -163,6 +175,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/lateness',
+      auth: 'admin',
       summary: 'How late jobs started (start minus due), per queue and second, over the last minutes',
       description: 'Written by the workers, wherever they run, about once a second; kept 15 minutes.',
       query: latenessQuerySchema,
@@ -177,6 +190,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/batches',
+      auth: 'admin',
       summary: 'The latest parcel batches of every area, newest first',
       query: batchesQuerySchema,
       responses: ok('the batches', recentBatchesJsonSchema),
@@ -198,6 +212,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     route({
       method: 'get',
       path: '/admin/reports',
+      auth: 'admin',
       summary: 'The latest daily reports (DAILY_REPORT_CRON), newest day first',
       query: reportsQuerySchema,
       responses: ok('the reports', dailyReportsJsonSchema),
@@ -207,6 +222,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
         res.json({ reports: reports.map((r) => ({ ...r, generatedAt: r.generatedAt.toISOString() })) });
       },
     }),
+    ...apiKeyRoutes(deps.keys),
   ];
   return {
     tag: 'admin',

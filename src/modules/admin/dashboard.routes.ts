@@ -21,6 +21,7 @@ export function dashboardRoutes(): RouteTable {
       route({
         method: 'get',
         path: '/admin/dashboard',
+        auth: 'public',
         summary: 'The operators’ dashboard: queues, lateness, dead letters, parcel batches',
         responses: { 200: { description: 'an HTML page', contentType: 'text/html' } },
         handle: (_input, res) => {
@@ -31,6 +32,7 @@ export function dashboardRoutes(): RouteTable {
       route({
         method: 'get',
         path: '/admin/dashboard/:asset',
+        auth: 'public',
         summary: 'Script and style of the dashboard',
         params: { asset: fileParam(NAMES) },
         responses: { 200: { description: 'the file (JavaScript or CSS)', contentType: 'text/*' } },

@@ -3,6 +3,7 @@ import type { RedisClient } from '../../core/redis.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../core/db.js';
 import { httpOf } from '../../core/http/route.js';
+import { rateLimit } from '../../core/rate-limit.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
@@ -16,14 +17,22 @@ import { REMIND_JOB, createAppointmentsService } from './appointments.service.js
 export const APPOINTMENTS_QUEUE = 'appointments';
 
 export type AppointmentsModuleConfig = QueueConfig &
-  Pick<Config, 'REMINDER_LEAD_SECONDS' | 'APPOINTMENT_RECONCILE_INTERVAL_SECONDS' | 'APPOINTMENT_RECONCILE_GRACE_SECONDS'>;
+  Pick<Config, 'REMINDER_LEAD_SECONDS' | 'APPOINTMENT_RECONCILE_INTERVAL_SECONDS' | 'APPOINTMENT_RECONCILE_GRACE_SECONDS' | 'REMINDERS_PER_CONTACT_PER_HOUR'>;
 
 export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; config: AppointmentsModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'appointments' });
   const queue = createModuleQueue(deps.redis, config, APPOINTMENTS_QUEUE, { [REMIND_JOB]: DATABASE_JOB_OPTIONS, [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS });
   const repo = createAppointmentsRepository(deps.db);
-  const service = createAppointmentsService({ repo, queue, dispatch: deps.dispatch, log, defaultLeadSeconds: config.REMINDER_LEAD_SECONDS });
+  const perHour = config.REMINDERS_PER_CONTACT_PER_HOUR;
+  const service = createAppointmentsService({
+    repo,
+    queue,
+    dispatch: deps.dispatch,
+    log,
+    defaultLeadSeconds: config.REMINDER_LEAD_SECONDS,
+    perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour),
+  });
   const reconcile = createAppointmentsReconcile({
     repo,
     service,

@@ -19,6 +19,9 @@ const NOT_FOUND = { status: 404, code: 'APPOINTMENT_NOT_FOUND' };
 const IN_PAST = { status: 422, code: 'STARTS_AT_IN_PAST' };
 const appointment = (description: string) => ({ description, schema: appointmentJsonSchema });
 
+/** Past REMINDERS_PER_CONTACT_PER_HOUR for the contact (with Retry-After). */
+const CONTACT_LIMITED = { status: 429, code: 'CONTACT_RATE_LIMITED' };
+
 export function appointmentsRoutes(service: AppointmentsService): RouteTable {
   return {
     tag: 'appointments',
@@ -28,13 +31,14 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
       route({
         method: 'post',
         path: '/appointments',
+        auth: 'appointments:write',
         summary: 'Book an appointment and schedule its reminder',
         idempotencyKey: true,
         body: bookAppointmentSchema,
         responses: {
           201: { ...appointment('the appointment, BOOKED'), headers: CREATED_HEADERS },
         },
-        errors: [IN_PAST, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }],
+        errors: [IN_PAST, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
         handle: async ({ body, idempotencyKey }, res) => {
           const { appointment: a, replayed } = await service.book(body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
@@ -44,6 +48,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
       route({
         method: 'get',
         path: '/appointments/:id',
+        auth: 'appointments:read',
         summary: 'Read an appointment with the reminders written for it',
         params: { id },
         responses: { 200: { description: 'the appointment and its reminders', schema: appointmentWithRemindersJsonSchema } },
@@ -67,12 +72,13 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
       route({
         method: 'patch',
         path: '/appointments/:id',
+        auth: 'appointments:write',
         summary: 'Move an appointment (its reminder moves with it)',
         description: 'Give startsAt, remindBeforeSeconds or both.',
         params: { id },
         body: rescheduleAppointmentSchema,
         responses: { 200: appointment('the appointment') },
-        errors: [NOT_FOUND, IN_PAST, { status: 409, code: 'APPOINTMENT_CANCELLED' }],
+        errors: [NOT_FOUND, IN_PAST, { status: 409, code: 'APPOINTMENT_CANCELLED' }, CONTACT_LIMITED],
         handle: async ({ params, body }, res) => {
           res.json(toJson(await service.reschedule(params.id, body)));
         },
@@ -80,6 +86,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
       route({
         method: 'post',
         path: '/appointments/:id/cancel',
+        auth: 'appointments:write',
         summary: 'Cancel an appointment (its reminder is withdrawn)',
         params: { id },
         responses: { 200: appointment('the appointment, CANCELLED') },

@@ -1,10 +1,11 @@
 // The appointments domain: book (idempotent), reschedule and cancel, and the
 // reminder work behind them. PostgreSQL decides; the queue is told after the
 // commit, best effort, and the reconciliation pass repairs what it missed.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
 import { createIdempotently } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
+import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue } from '../../queue/index.js';
@@ -27,8 +28,23 @@ export function createAppointmentsService(d: {
   dispatch: NotificationDispatch;
   log: Logger;
   defaultLeadSeconds: number;
+  /** Reminders booked or moved per contact (REMINDERS_PER_CONTACT_PER_HOUR). */
+  perContact: RateLimit;
 }) {
   const { repo, queue, log } = d;
+
+  /**
+   * A booking or a move sets up a reminder to this contact: refused (429,
+   * nothing written) past the contact's hourly limit, whichever client asks.
+   * The bucket is named by a hash: no contact is written into a Redis key.
+   */
+  async function mayRemind(contact: string): Promise<void> {
+    const verdict = await d.perContact.take(createHash('sha256').update(contact.trim().toLowerCase()).digest('hex'));
+    if (verdict.ok) return;
+    throw new AppError('CONTACT_RATE_LIMITED', 429, 'this contact has had its hourly number of reminders booked or moved', undefined, {
+      'Retry-After': retryAfterSeconds(verdict.retryAfterMs),
+    });
+  }
 
   /** Upsert: the one pending reminder job of the appointment follows its current slot. */
   async function scheduleReminder(a: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>, mode: 'upsert' | 'nx' = 'upsert') {
@@ -88,6 +104,7 @@ export function createAppointmentsService(d: {
         find: (key) => repo.findByIdempotencyKey(key),
         insert: async (key, hash) => {
           mustBeFuture(input.startsAt);
+          await mayRemind(input.contact);
           const row = await repo.insert({
             id: randomUUID(),
             customerId: input.customerId,
@@ -114,11 +131,11 @@ export function createAppointmentsService(d: {
 
     async reschedule(id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
       mustBeFuture(input.startsAt);
+      const current = await mustFind(id);
+      if (current.status === 'BOOKED') await mayRemind(current.contact);
       const row = await repo.reschedule(id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
-      if (!row) {
-        await mustFind(id);
-        throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
-      }
+      // (Found above: no row means it was cancelled, maybe just now.)
+      if (!row) throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
       await scheduleReminder(row);
       return row;
     },

@@ -13,6 +13,7 @@ export function notificationsRoutes(repo: NotificationsRepository): RouteTable {
       route({
         method: 'get',
         path: '/notifications',
+        auth: 'notifications:read',
         summary: 'The notifications of one order, appointment or parcel batch',
         description: 'Give exactly one of orderId, appointmentId or batchId.',
         query: notificationFilterSchema,

@@ -20,6 +20,7 @@ export function ordersRoutes(service: OrdersService): RouteTable {
       route({
         method: 'post',
         path: '/orders',
+        auth: 'orders:write',
         summary: 'Create an order (UNPAID) and schedule its expiry',
         idempotencyKey: true,
         body: createOrderSchema,
@@ -36,6 +37,7 @@ export function ordersRoutes(service: OrdersService): RouteTable {
       route({
         method: 'get',
         path: '/orders/:id',
+        auth: 'orders:read',
         summary: 'Read an order',
         params: { id },
         responses: { 200: order('the order') },
@@ -47,6 +49,7 @@ export function ordersRoutes(service: OrdersService): RouteTable {
       route({
         method: 'post',
         path: '/orders/:id/pay',
+        auth: 'orders:write',
         summary: 'Pay an order within its payment window',
         description: 'Paying a paid order again answers 200 with the same order.',
         params: { id },
@@ -61,6 +64,7 @@ export function ordersRoutes(service: OrdersService): RouteTable {
       route({
         method: 'post',
         path: '/orders/:id/cancel',
+        auth: 'orders:write',
         summary: 'Cancel an order (by the customer)',
         params: { id },
         responses: { 200: order('the order, CANCELLED') },

@@ -37,6 +37,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'put',
         path: '/areas/:code',
+        auth: 'areas:write',
         summary: 'Create or update a delivery area',
         params: { code },
         body: putAreaSchema,
@@ -49,6 +50,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'get',
         path: '/areas/:code',
+        auth: 'parcels:read',
         summary: 'Read an area with its waiting parcels',
         params: { code },
         responses: { 200: { description: 'the area and what waits in it', schema: areaStateJsonSchema } },
@@ -67,6 +69,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'post',
         path: '/parcels',
+        auth: 'parcels:write',
         summary: 'Take in a parcel for its area',
         body: postParcelSchema,
         responses: {
@@ -85,6 +88,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'get',
         path: '/parcels/:trackingNo',
+        auth: 'parcels:read',
         summary: 'Read a parcel',
         params: { trackingNo },
         responses: { 200: { description: 'the parcel', schema: parcelJsonSchema } },
@@ -96,6 +100,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'get',
         path: '/batches/:id',
+        auth: 'parcels:read',
         summary: 'Read a batch',
         params: { id: batchId },
         responses: { 200: { description: 'the batch', schema: batchJsonSchema } },
@@ -107,6 +112,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
       route({
         method: 'get',
         path: '/batches',
+        auth: 'parcels:read',
         summary: "An area's latest batches, newest first",
         query: listBatchesSchema,
         responses: { 200: { description: 'the batches', schema: z.object({ batches: z.array(batchJsonSchema) }) } },

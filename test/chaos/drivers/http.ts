@@ -34,13 +34,14 @@ export type Http = {
 const ATTEMPT_TIMEOUT_MS = 10_000;
 const RETRY_PAUSE_MS = [150, 350] as const;
 
-export function createHttp(baseUrl: string, retryForMs = 30_000): Http {
+/** `key`: the API key sent with every request (`Authorization: Bearer`). */
+export function createHttp(baseUrl: string, key: string, retryForMs = 30_000): Http {
   const tally: HttpTally = { statuses: {}, unavailable: {}, networkErrors: 0, serverErrors: [] };
 
   async function attempt(method: string, path: string, body: unknown, headers: Record<string, string>) {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
-      headers: { 'content-type': 'application/json', ...headers },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
     });
