@@ -4,6 +4,9 @@
 // src/main.ts all`) with a /readyz wait, autocannon and its summary, machine
 // facts, one section of BENCHMARKS.md under its own heading and marker, and the
 // run's own Redis keys deleted by SCAN + DEL (never FLUSHDB/FLUSHALL).
+import { apiKeyStore } from '../src/core/auth/api-keys.js';
+import { SCOPES } from '../src/core/auth/scopes.js';
+import { createDb } from '../src/core/db.js';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -105,7 +108,13 @@ export async function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(u
 export { freePort };
 
 // ---------------------------------------------------------------- the service
-export type Service = { child: ChildProcess; baseUrl: string; exited: Promise<number | null> };
+export type Service = {
+  child: ChildProcess;
+  baseUrl: string;
+  /** JSON content type and an API key with every scope, made for the run. */
+  headers: Record<string, string>;
+  exited: Promise<number | null>;
+};
 
 /**
  * Starts `node --import tsx src/main.ts all` on 127.0.0.1:port with the given
@@ -133,6 +142,8 @@ export async function startService(o: {
       REDIS_URL: o.redisUrl,
       PORT: String(o.port),
       HOST: '127.0.0.1',
+      // The limiter stays in the path (one Redis call a request, as in production), above any rate measured here.
+      API_RATE_LIMIT_PER_SECOND: '1000000',
       ...o.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -152,7 +163,7 @@ export async function startService(o: {
   // "service started" is logged at info level, which LOG_LEVEL=warn hides; the API
   // listens only once migrations, Redis and the workers are up, so /readyz answering
   // 200 means the same thing.
-  const service: Service = { child, baseUrl, exited };
+  const service: Service = { child, baseUrl, headers: { ...JSON_HEADERS }, exited };
   let dead = false;
   void exited.then(() => (dead = true));
   const deadline = Date.now() + 60_000;
@@ -168,11 +179,22 @@ export async function startService(o: {
       }
       if (!started) await sleep(100);
     }
+    service.headers.authorization = `Bearer ${await makeKey(o.databaseUrl)}`;
   } catch (err) {
     await stopService(service, o.log);
     throw err;
   }
   return service;
+}
+
+/** An API key with every scope, in the run's database (the service has migrated it). */
+async function makeKey(databaseUrl: string): Promise<string> {
+  const db = createDb(databaseUrl, 1);
+  try {
+    return (await apiKeyStore(db).create('benchmark', SCOPES)).key;
+  } finally {
+    await db.$disconnect();
+  }
 }
 
 export async function stopService(s: Service, log: Log): Promise<number | null> {

@@ -32,7 +32,6 @@ import {
   DEFAULT_PG_ADMIN_URL,
   DEFAULT_REDIS_URL,
   fmt,
-  JSON_HEADERS,
   type Machine,
   machineInfo,
   machineLines,
@@ -45,6 +44,7 @@ import {
   redisVersion,
   REPORT_FILE,
   type Scenario,
+  type Service,
   sleep,
   summarise,
   withDatabase,
@@ -88,29 +88,29 @@ const ORDER_BODY = JSON.stringify({
 const log = makeLog('bench:http');
 
 // ---------------------------------------------------------------- scenarios
-function createOptions(baseUrl: string, connections: number): AcOptions {
+function createOptions(service: Service, connections: number): AcOptions {
   return {
-    url: `${baseUrl}/orders`,
+    url: `${service.baseUrl}/orders`,
     connections,
     method: 'POST',
-    headers: cfg.idempotencyKey ? { ...JSON_HEADERS, 'idempotency-key': 'bench-[<id>]' } : JSON_HEADERS,
+    headers: cfg.idempotencyKey ? { ...service.headers, 'idempotency-key': 'bench-[<id>]' } : service.headers,
     idReplacement: cfg.idempotencyKey,
     body: ORDER_BODY,
   };
 }
 
-async function runCreate(baseUrl: string, connections: number, durationS: number): Promise<AcResult> {
-  return autocannon({ ...createOptions(baseUrl, connections), duration: durationS });
+async function runCreate(service: Service, connections: number, durationS: number): Promise<AcResult> {
+  return autocannon({ ...createOptions(service, connections), duration: durationS });
 }
 
 /** Pays the given UNPAID orders, each id once: autocannon stops after ids.length requests or the duration. */
-async function runPay(baseUrl: string, connections: number, durationS: number, ids: readonly string[]): Promise<{ result: AcResult; used: number }> {
+async function runPay(service: Service, connections: number, durationS: number, ids: readonly string[]): Promise<{ result: AcResult; used: number }> {
   // autocannon treats a per-connection limit of 0 as "no limit": every connection needs an id.
   if (ids.length < connections) throw new Error(`only ${ids.length} order ids for ${connections} connections (raise BENCH_PAY_ORDERS)`);
   let next = 0;
   let reused = 0;
   const result = await autocannon({
-    url: baseUrl,
+    url: service.baseUrl,
     connections,
     duration: durationS,
     // Every request takes a fresh id from the list (autocannon calls setupRequest once per request sent).
@@ -118,7 +118,7 @@ async function runPay(baseUrl: string, connections: number, durationS: number, i
     requests: [
       {
         method: 'POST',
-        headers: JSON_HEADERS,
+        headers: service.headers,
         setupRequest: (req) => {
           if (next >= ids.length) reused++;
           const id = ids[Math.min(next, ids.length - 1)] as string;
@@ -218,11 +218,10 @@ async function main(): Promise<void> {
       cfg.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cfg.cpuProfDir}`] : [],
     );
     log(`service up on ${service.baseUrl} after ${Math.round(performance.now() - t0)} ms (migrations included)`);
-    const { baseUrl } = service;
 
     if (cfg.warmupS > 0) {
       log(`warm-up: POST /orders for ${cfg.warmupS} s`);
-      const w = await runCreate(baseUrl, 10, cfg.warmupS);
+      const w = await runCreate(service, 10, cfg.warmupS);
       if (w.non2xx || w.errors) log(`warm-up saw ${w.non2xx} non-2xx and ${w.errors} errors`);
     }
 
@@ -230,7 +229,7 @@ async function main(): Promise<void> {
     for (const c of cfg.createConnections) {
       await sleep(500);
       log(`POST /orders, ${c} connections, ${cfg.durationS} s`);
-      const s = summarise('POST /orders', c, await runCreate(baseUrl, c, cfg.durationS));
+      const s = summarise('POST /orders', c, await runCreate(service, c, cfg.durationS));
       scenarios.push(s);
       log(`  ${s.requestsPerSecMean} req/s, p50 ${s.latencyMs.p50} ms, p99 ${s.latencyMs.p99} ms, non-2xx ${s.non2xx}, errors ${s.errors}`);
     }
@@ -243,14 +242,14 @@ async function main(): Promise<void> {
       const need = cfg.payOrders + warmPays;
       if (have < need) {
         log(`creating ${need - have} more orders for the pay scenarios (have ${have})`);
-        const r = await autocannon({ ...createOptions(baseUrl, 50), amount: need - have });
+        const r = await autocannon({ ...createOptions(service, 50), amount: need - have });
         if (r.non2xx || r.errors) log(`  order creation saw ${r.non2xx} non-2xx and ${r.errors} errors`);
       }
       const all = await unpaidIds(need);
       const warm = all.slice(0, warmPays);
       const pool = all.slice(warmPays);
       log(`pay warm-up on ${warm.length} orders`);
-      await runPay(baseUrl, 10, 30, warm);
+      await runPay(service, 10, 30, warm);
 
       const per = Math.floor(pool.length / cfg.payConnections.length);
       let pay2xx = 0;
@@ -259,7 +258,7 @@ async function main(): Promise<void> {
         await sleep(500);
         const ids = pool.slice(i * per, (i + 1) * per);
         log(`POST /orders/:id/pay, ${c} connections, ${cfg.durationS} s, up to ${ids.length} distinct UNPAID orders`);
-        const { result, used } = await runPay(baseUrl, c, cfg.durationS, ids);
+        const { result, used } = await runPay(service, c, cfg.durationS, ids);
         const s = summarise('POST /orders/:id/pay', c, result);
         scenarios.push(s);
         pay2xx += result['2xx'];

@@ -42,7 +42,6 @@ import {
   DEFAULT_REDIS_URL,
   deleteKeysMatching,
   fmt,
-  JSON_HEADERS,
   type Machine,
   machineInfo,
   machineLines,
@@ -55,6 +54,7 @@ import {
   REPORT_FILE,
   round,
   type Scenario,
+  type Service,
   sleep,
   summarise,
   writeMarkedSection,
@@ -270,19 +270,19 @@ export type HttpResult = {
 
 type PostRun = { result: AcResult; sent: number; ok: Set<string>; non2xx: { status: number; body: string }[] };
 
-async function postParcels(baseUrl: string, prefix: string, durationS: number, connections: number): Promise<PostRun> {
+async function postParcels(service: Service, prefix: string, durationS: number, connections: number): Promise<PostRun> {
   let next = 0;
   const ok = new Set<string>();
   const non2xx: { status: number; body: string }[] = [];
   const result = await autocannon({
-    url: baseUrl,
+    url: service.baseUrl,
     connections,
     duration: durationS,
     requests: [
       {
         method: 'POST',
         path: '/parcels',
-        headers: JSON_HEADERS,
+        headers: service.headers,
         // Called once per request built (one more per connection than sent): every request a new parcel.
         setupRequest: (req) => {
           const i = next++;
@@ -317,7 +317,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   for (const code of areaCodes) {
     const r = await fetch(`${baseUrl}/areas/${code}`, {
       method: 'PUT',
-      headers: JSON_HEADERS,
+      headers: service.headers,
       body: JSON.stringify({ vehiclePlate: `V-${code}`, sorterContact: `sorter-${code}@example.com` }),
     });
     if (!r.ok) throw new Error(`PUT /areas/${code} answered ${r.status}: ${await r.text()}`);
@@ -327,7 +327,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   let warmup: HttpResult['warmup'] = null;
   if (cfg.warmupS > 0) {
     log(`warm-up: POST /parcels for ${cfg.warmupS} s`);
-    const w = await postParcels(baseUrl, `HW-${runTag}`, cfg.warmupS, cfg.connections);
+    const w = await postParcels(service, `HW-${runTag}`, cfg.warmupS, cfg.connections);
     warmup = { seconds: cfg.warmupS, answered2xx: w.ok.size, non2xx: w.result.non2xx, errors: w.result.errors };
     if (w.result.non2xx || w.result.errors) log(`warm-up saw ${w.result.non2xx} non-2xx and ${w.result.errors} errors`);
     await sleep(500);
@@ -335,7 +335,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
 
   const measuredPrefix = `HP-${runTag}`;
   log(`POST /parcels, ${cfg.connections} connections, ${cfg.durationS} s`);
-  const m = await postParcels(baseUrl, measuredPrefix, cfg.durationS, cfg.connections);
+  const m = await postParcels(service, measuredPrefix, cfg.durationS, cfg.connections);
   const scenario = summarise('POST /parcels', cfg.connections, m.result);
   log(
     `  ${scenario.requestsPerSecMean} req/s, p50 ${scenario.latencyMs.p50} ms, p99 ${scenario.latencyMs.p99} ms, non-2xx ${scenario.non2xx}, errors ${scenario.errors}, statuses ${JSON.stringify(scenario.statusCodes)}`,

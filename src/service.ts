@@ -170,15 +170,17 @@ async function database(config: Config, role: Role, log: Logger, stack: Stack): 
 
 /**
  * The newcomer's key: on the embedded database, before any key exists, one
- * with every scope, printed once and kept in <data dir>/dev-api-key (owner
- * only) so the README's examples work. Never on an outside database.
+ * with every scope, kept in <data dir>/dev-api-key (owner only) so the
+ * README's examples work. The key itself is shown once on an interactive
+ * terminal, never in the logs (which go wherever logs go): they name the file.
  */
 async function ensureDevelopmentKey(keys: ApiKeyStore, dataDir: string, log: Logger): Promise<void> {
   if (await keys.any()) return;
   const made = await keys.create('development', SCOPES);
   const file = join(dataDir, DEV_KEY_FILE);
   await writeFile(file, `${made.key}\n`, { mode: 0o600 });
-  log.warn({ apiKey: made.key, file, scopes: made.scopes }, 'made a development API key with every scope (shown this once; also in the file)');
+  log.warn({ keyId: made.id, file, scopes: made.scopes }, 'made a development API key with every scope; it is in the file');
+  if (process.stderr.isTTY) process.stderr.write(`\nDevelopment API key (shown this once; also in ${file}):\n  ${made.key}\n\n`);
 }
 
 export function redactUrl(url: string): string {

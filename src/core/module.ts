@@ -18,4 +18,10 @@ export type ServiceModule = {
   /** Work on a schedule; the composition root makes their handlers and keeps them scheduled. */
   readonly periodic: readonly PeriodicJob[];
   readonly background?: readonly Background[];
+  /**
+   * Runs before an operator's redrive moves these dead jobs of its queue back
+   * (the admin API): a module whose handlers must tell a redrive from a job
+   * that came back by itself records it here, in its database.
+   */
+  beforeRedrive?(jobIds: readonly string[]): Promise<void>;
 };

@@ -16,8 +16,12 @@ export type TcpProxy = {
    * machine to take meanwhile.) Open connections stay.
    */
   refuse(ms: number): Promise<void>;
-  /** Delays every chunk by `ms` in each direction from now on; 0 forwards at once again. */
-  delay(ms: number): void;
+  /**
+   * Delays every chunk by `ms` from now on, in each direction or only on the
+   * way back to the client ('answers': the server acts at once, its answers
+   * come late); 0 forwards at once again.
+   */
+  delay(ms: number, direction?: 'both' | 'answers'): void;
   /**
    * The connections open now go silent for good: what either side sends is
    * dropped, no close or reset is passed on. New connections work. Returns
@@ -29,13 +33,14 @@ export type TcpProxy = {
   close(): Promise<void>;
 };
 
-type Pipe = { src: Socket; dst: Socket; queue: { at: number; chunk: Buffer }[]; timer: NodeJS.Timeout | null; silent: boolean };
+type Pipe = { src: Socket; dst: Socket; toClient: boolean; queue: { at: number; chunk: Buffer }[]; timer: NodeJS.Timeout | null; silent: boolean };
 
 export async function startTcpProxy(target: { host?: string; port: number }): Promise<TcpProxy> {
   const host = target.host ?? '127.0.0.1';
   const open = new Set<Socket>();
   const pipes = new Set<Pipe>();
   let delayMs = 0;
+  let answersOnly = false;
   let accepted = 0;
   let dropped = 0;
   let refusing = false;
@@ -44,12 +49,13 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
   // chunk ahead of it, so shortening the delay cannot reorder the stream.
   function forward(p: Pipe, chunk: Buffer): void {
     if (p.silent) return;
-    if (delayMs === 0 && p.queue.length === 0) {
+    const ms = answersOnly && !p.toClient ? 0 : delayMs;
+    if (ms === 0 && p.queue.length === 0) {
       p.dst.write(chunk);
       return;
     }
     const last = p.queue[p.queue.length - 1];
-    p.queue.push({ at: Math.max(Date.now() + delayMs, last?.at ?? 0), chunk });
+    p.queue.push({ at: Math.max(Date.now() + ms, last?.at ?? 0), chunk });
     if (!p.timer) drain(p);
   }
 
@@ -63,8 +69,8 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
     if (next) p.timer = setTimeout(() => drain(p), Math.max(0, next.at - Date.now()));
   }
 
-  function pipe(src: Socket, dst: Socket): void {
-    const p: Pipe = { src, dst, queue: [], timer: null, silent: false };
+  function pipe(src: Socket, dst: Socket, toClient: boolean): void {
+    const p: Pipe = { src, dst, toClient, queue: [], timer: null, silent: false };
     pipes.add(p);
     src.on('data', (chunk: Buffer) => forward(p, chunk));
     src.on('close', () => {
@@ -90,8 +96,8 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
       s.on('error', () => s.destroy());
       s.on('close', () => open.delete(s));
     }
-    pipe(client, upstream);
-    pipe(upstream, client);
+    pipe(client, upstream, false);
+    pipe(upstream, client, true);
   }
 
   const server = createServer(onConnection);
@@ -114,8 +120,9 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
       await sleep(ms);
       refusing = false;
     },
-    delay(ms) {
+    delay(ms, direction = 'both') {
       delayMs = ms;
+      answersOnly = direction === 'answers';
     },
     silence() {
       let n = 0;

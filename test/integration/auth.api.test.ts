@@ -15,6 +15,7 @@ import { batcherPrefix, masters } from '../../src/queue/index.js';
 import { appointmentBody, orderBody } from '../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, sleep } from '../helpers/redis.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { bearer, makeApiKey, startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'auth-test-admin-token-0123456789';
@@ -240,6 +241,33 @@ describe('the operators’ API keys', () => {
   });
 });
 
+describe('a revocation during a slow key lookup', () => {
+  it('still holds within a second: a verdict counts from its lookup’s start, and no request joins a lookup older than that', async () => {
+    const proxy = await startTcpProxy({ port: Number(new URL(tdb.url).port || 5432) });
+    const through = new URL(tdb.url);
+    through.port = String(proxy.port);
+    const slow = await startTestService(through.toString(), {}, 'api');
+    try {
+      const k = await makeApiKey(tdb.url, ['orders:read'], 'slow lookups');
+      const read = () => request(slow.url).get('/orders/00000000-0000-4000-8000-000000000000').set(bearer(k.key));
+      expect((await read()).status).toBe(404);
+      await sleep(600); // its verdict no longer believed
+      proxy.delay(1_200, 'answers'); // PostgreSQL reads at once, its answers come late
+      const before = read().then((r) => r); // sent now (supertest sends on then): a lookup starts, reading the key before the revocation below
+      await sleep(100);
+      await tdb.db.$executeRawUnsafe(`UPDATE api_keys SET revoked_at = now() WHERE id = '${k.id}'`);
+      await sleep(1_000);
+      // That lookup is still running; this request must not take its verdict.
+      expect((await read()).status).toBe(401);
+      expect((await before).status).toBe(404); // sent before the revocation
+    } finally {
+      proxy.delay(0);
+      await slow.stop();
+      await proxy.close();
+    }
+  }, 60_000);
+});
+
 describe('idempotency keys', () => {
   it('belong to the client that sent them: the same key from two clients makes two orders', async () => {
     const a = await makeApiKey(tdb.url, ['orders:write'], 'client a');
@@ -312,13 +340,24 @@ describe('abuse limits', () => {
   });
 
   // Last: it leaves this address braked for keys the service does not know yet.
-  it('an address failing to authenticate is braked: 429 instead of more lookups', async () => {
+  it('an address failing to authenticate is braked: 429 instead of more lookups, but not for keys seen valid, nor for requests without a key', async () => {
+    const order = (headers: Record<string, string>) => request(limited.url).get('/orders/00000000-0000-4000-8000-000000000000').set(headers);
+    const known = await makeApiKey(tdb.url, ['orders:read'], 'known');
+    expect((await order(bearer(known.key))).status).toBe(404);
+    // Requests without a key, or with something that is no key, cost no lookup and are not counted.
+    for (let i = 0; i < 10; i++) expect((await order(i % 2 ? {} : { authorization: 'Bearer nope' })).status).toBe(401);
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await request(limited.url).get('/orders/00000000-0000-4000-8000-000000000000').set(bearer(forged()))).status);
+    for (let i = 0; i < 6; i++) statuses.push((await order(bearer(forged()))).status);
     expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
     expect(statuses.slice(3)).toEqual([429, 429, 429]);
-    const braked = await request(limited.url).get('/orders/00000000-0000-4000-8000-000000000000').set(bearer(forged()));
+    const braked = await order(bearer(forged()));
     expect(braked.body.code).toBe('TOO_MANY_AUTH_FAILURES');
     expect(Number(braked.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // A key this instance has seen valid still gets in (its cached verdict long expired).
+    await sleep(600);
+    expect((await order(bearer(known.key))).status).toBe(404);
+    // A key it has not seen waits with the rest of the address.
+    const unseen = await makeApiKey(tdb.url, ['orders:read'], 'unseen');
+    expect((await order(bearer(unseen.key))).status).toBe(429);
   });
 });

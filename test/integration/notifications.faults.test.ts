@@ -14,6 +14,7 @@
 //   failed it come back after its dead-lettering was lost (a soak's counterexample);
 // - the lease is renewed before the claim, so a cancel committed while it is
 //   renewed stops the call (R8).
+import { redriveOne } from '../../src/modules/admin/redrive.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
@@ -312,10 +313,16 @@ describe('after a refusal', () => {
     // job is back at attempt 1, but still due when it first was, before the
     // call that failed it. Not a redrive either.
     await expect(deliverAs(id, 1, firstDue)).rejects.toThrow(/FAILED/);
+    // Attempt 1 due later than the call that failed it is no redrive either: a
+    // busy hand-back refunds its attempt to a later due time, a reminder taken
+    // back replaces its job (review of 2026-11-25; both reproduced end to end
+    // in notifications.redrive.test.ts). Only the operator's redrive, recorded
+    // in PostgreSQL, lets a FAILED row be called again.
+    await expect(deliverAs(id, 1, Date.now() + 1_000)).rejects.toThrow(/FAILED/);
     expect(w.callsTo(id)).toBe(1);
     expect((await w.row(id)).status).toBe('FAILED');
     // An operator's redrive starts the delivery afresh (attempt 1): it calls.
-    expect(await w.notifications().queue.redrive(deliverJobId(id))).toBe(true);
+    expect(await redriveOne(w.notifications().queue, w.notifications().beforeRedrive, deliverJobId(id))).toBe(true);
     expect(await w.jobOutcome(id, 5_000)).toBe('done');
     expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 2 });
     expect(w.deliveredTo(id)).toHaveLength(1);
@@ -390,7 +397,7 @@ describe("on a job's last attempt", () => {
       expect((await w.row(n)).status).toBe('CANCELLED');
       // Later the receiver is well again and an operator redrives the dead deliveries.
       w.hook.setBehaviour(() => 'ok');
-      expect(await w.notifications().queue.redrive(deliverJobId(n))).toBe(true);
+      expect(await redriveOne(w.notifications().queue, w.notifications().beforeRedrive, deliverJobId(n))).toBe(true);
       expect(await w.jobOutcome(n, 5_000)).toBe('done');
       expect((await w.row(n)).status).toBe('CANCELLED');
       expect(w.callsTo(n)).toBe(1);

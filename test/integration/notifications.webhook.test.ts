@@ -2,6 +2,7 @@
 // with the configured spacing, FAILED and dead-lettered after the last attempt,
 // redriven once the receiver recovers, a hanging receiver timed out, never sent
 // twice once SENT.
+import { redriveOne } from '../../src/modules/admin/redrive.js';
 import type { RedisClient } from '../../src/core/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
@@ -97,12 +98,12 @@ describe('webhook delivery', () => {
     expect(listed.body.notifications).toMatchObject([{ id, status: 'FAILED', attempts: 4 }]);
 
     hook.setBehaviour(() => 'ok');
-    expect(await notificationsQueue().redrive(jobId)).toBe(true);
+    expect(await redriveOne(notificationsQueue(), svc.module('notifications').beforeRedrive, jobId)).toBe(true);
     expect(await waitFor(async () => (await row(id)).status === 'SENT', 3_000, 20)).toBe(true);
     expect(callsFor(id)).toHaveLength(5);
     expect(await notificationsQueue().get(jobId)).toBeNull();
     // A second redrive of nothing changes nothing.
-    expect(await notificationsQueue().redrive(jobId)).toBe(false);
+    expect(await redriveOne(notificationsQueue(), svc.module('notifications').beforeRedrive, jobId)).toBe(false);
   });
 
   it('times out a hanging receiver and retries', async () => {

@@ -8,6 +8,7 @@ import { redisCall } from '../../core/redis-call.js';
 import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
 import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
 import { apiKeyRoutes } from './api-keys.routes.js';
+import { type BeforeRedrive, redriveOldest, redriveOne } from './redrive.js';
 import {
   JOB_ID_MESSAGE,
   type JobJson,
@@ -42,6 +43,8 @@ export type AdminDeps = {
   readonly queues: readonly Queue[];
   /** The clients' API keys, which operators make and revoke here. */
   readonly keys: ApiKeyStore;
+  /** Per queue name, what its module records before a redrive moves dead jobs back (ServiceModule.beforeRedrive). */
+  readonly beforeRedrive?: Readonly<Record<string, BeforeRedrive>>;
   readonly token: string;
   readonly lateness: LatenessReader;
   readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
@@ -138,12 +141,13 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       method: 'post',
       path: '/admin/queues/:name/dead/redrive',
       auth: 'admin',
-      summary: 'Redrive the oldest dead jobs (at most `max` per shard)',
+      summary: 'Redrive the oldest dead jobs (at most `max` per shard; `max` in all for a queue whose module records redrives)',
       query: redriveAllQuerySchema,
       params: { name },
       responses: ok('how many were redriven', z.object({ redriven: z.int().min(0) })),
+      errors: [HTTP_ERRORS.DATABASE_UNAVAILABLE],
       handle: async ({ query, params }, res) => {
-        res.json({ redriven: await guard(() => queueOf(params.name).redriveAll(query.max)) });
+        res.json({ redriven: await redriveOldest(queueOf(params.name), deps.beforeRedrive?.[params.name], query.max, guard) });
       },
     }),
     route({
@@ -153,9 +157,10 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       summary: 'Redrive one dead job: due now, attempts counted afresh',
       params: { name, id },
       responses: ok('redriven', status('redriven')),
-      errors: [JOB_NOT_FOUND],
+      errors: [JOB_NOT_FOUND, HTTP_ERRORS.DATABASE_UNAVAILABLE],
       handle: async ({ params }, res) => {
-        if (!(await guard(() => queueOf(params.name).redrive(params.id)))) throw new AppError('JOB_NOT_FOUND', 404, 'no dead job with this id');
+        const done = await redriveOne(queueOf(params.name), deps.beforeRedrive?.[params.name], params.id, guard);
+        if (!done) throw new AppError('JOB_NOT_FOUND', 404, 'no dead job with this id');
         res.json({ status: 'redriven' });
       },
     }),

@@ -20,6 +20,24 @@ function mustBeFuture(startsAt: Date | undefined): void {
   if (startsAt && startsAt.getTime() <= Date.now()) throw new AppError('STARTS_AT_IN_PAST', 422, 'startsAt must be in the future');
 }
 
+/**
+ * Who a contact reaches, for the per-contact limit: a phone number as its
+ * digits (a leading 00 read as +; spaces, dashes, brackets and invisible
+ * characters dropped), a mailbox in NFKC lower case without invisible
+ * characters, a +tag or the domain's trailing dot.
+ */
+export function contactIdentity(channel: 'sms' | 'email', contact: string): string {
+  const plain = contact
+    .normalize('NFKC')
+    .replace(/[\p{Cf}\s]/gu, '')
+    .toLowerCase();
+  if (channel === 'sms') return `sms:${plain.replace(/^00/, '+').replace(/\D/g, '')}`;
+  const at = plain.lastIndexOf('@');
+  const local = (at < 0 ? plain : plain.slice(0, at)).replace(/\+.*$/, '');
+  const domain = at < 0 ? '' : plain.slice(at + 1).replace(/\.+$/, '');
+  return `email:${local}@${domain}`;
+}
+
 export type RemindResult = { kind: 'written' } | { kind: 'already_written' } | { kind: 'not_due'; inMs: number } | { kind: 'moved' } | { kind: 'not_booked' };
 
 export function createAppointmentsService(d: {
@@ -36,10 +54,12 @@ export function createAppointmentsService(d: {
   /**
    * A booking or a move sets up a reminder to this contact: refused (429,
    * nothing written) past the contact's hourly limit, whichever client asks.
-   * The bucket is named by a hash: no contact is written into a Redis key.
+   * The bucket is named by a hash of the contact as its channel reaches it
+   * (contactIdentity), so other spellings of one number or mailbox share it
+   * and no contact is written into a Redis key.
    */
-  async function mayRemind(contact: string): Promise<void> {
-    const verdict = await d.perContact.take(createHash('sha256').update(contact.trim().toLowerCase()).digest('hex'));
+  async function mayRemind(channel: 'sms' | 'email', contact: string): Promise<void> {
+    const verdict = await d.perContact.take(createHash('sha256').update(contactIdentity(channel, contact)).digest('hex'));
     if (verdict.ok) return;
     throw new AppError('CONTACT_RATE_LIMITED', 429, 'this contact has had its hourly number of reminders booked or moved', undefined, {
       'Retry-After': retryAfterSeconds(verdict.retryAfterMs),
@@ -104,7 +124,7 @@ export function createAppointmentsService(d: {
         find: (key) => repo.findByIdempotencyKey(key),
         insert: async (key, hash) => {
           mustBeFuture(input.startsAt);
-          await mayRemind(input.contact);
+          await mayRemind(input.channel, input.contact);
           const row = await repo.insert({
             id: randomUUID(),
             customerId: input.customerId,
@@ -132,7 +152,7 @@ export function createAppointmentsService(d: {
     async reschedule(id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
       mustBeFuture(input.startsAt);
       const current = await mustFind(id);
-      if (current.status === 'BOOKED') await mayRemind(current.contact);
+      if (current.status === 'BOOKED') await mayRemind(current.channel === 'SMS' ? 'sms' : 'email', current.contact);
       const row = await repo.reschedule(id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
       // (Found above: no row means it was cancelled, maybe just now.)
       if (!row) throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');

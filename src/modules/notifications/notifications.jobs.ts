@@ -10,6 +10,9 @@ import type { NotificationsRepository } from './notifications.repository.js';
 
 export const DELIVER_JOB = 'notification.deliver';
 export const deliverJobId = (notificationId: string) => `notification:${notificationId}:deliver`;
+const DELIVER_JOB_ID = /^notification:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):deliver$/;
+/** The notification a delivery job id names; null for any other job. */
+export const notificationIdOf = (jobId: string): string | null => DELIVER_JOB_ID.exec(jobId)?.[1] ?? null;
 
 const deliverPayload = z.object({ notificationId: z.uuid() });
 
@@ -42,15 +45,13 @@ export function notificationsJobHandlers(deps: {
       // call's timeout under half a lease). Renewed first, so the claim's time
       // is the call's. A lease already lost: someone else has the job.
       if (!(await ctx.extendLease())) return;
-      // A FAILED row is called again only by a delivery started afresh after
-      // the one that failed it: an operator's redrive (attempts reset, due at
-      // the redrive). Any other delivery that finds it FAILED is the one that
-      // failed it, come back because Redis hung or lost its last writes: a
-      // later attempt whose dead-lettering was lost, or (the claim lost too)
-      // attempt 1 again, due when it was. Both due times are on the Redis
-      // clock, so no skew between hosts blurs them. The receiver already
-      // refused it, so the job goes back to the dead set, uncalled.
-      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt), afresh: job.attempts === 1 });
+      // A FAILED row is called again only after an operator's redrive,
+      // recorded in PostgreSQL (requestRedrive). Any other delivery that finds
+      // it FAILED is the one that failed it come back (Redis hung or lost its
+      // last writes; a busy hand-back refunded its attempt) or one that
+      // replaced it (a reminder taken back while its refused call ran): the
+      // receiver already refused it, so the job goes to the dead set, uncalled.
+      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt) });
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };

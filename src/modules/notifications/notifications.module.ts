@@ -9,7 +9,7 @@ import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch, NotificationKind } from '../../core/outbox.js';
 import { afterCommit } from '../../core/redis-call.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
-import { DELIVER_JOB, notificationsJobHandlers, scheduleDeliveries } from './notifications.jobs.js';
+import { DELIVER_JOB, notificationIdOf, notificationsJobHandlers, scheduleDeliveries } from './notifications.jobs.js';
 import { RELAY_JOB, createNotificationsRelay } from './notifications.reconcile.js';
 import { createNotificationsRepository } from './notifications.repository.js';
 import { notificationsRoutes } from './notifications.routes.js';
@@ -81,6 +81,8 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     queue,
     handlers: notificationsJobHandlers({ repo, notifier, queue, log, sendingStaleMs: config.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS }),
     periodic: [relay.job],
+    // Only for delivery jobs: the relay's periodic job has no row.
+    beforeRedrive: (jobIds) => repo.requestRedrive(jobIds.map(notificationIdOf).filter((id): id is string => id !== null)),
     dispatch,
     relay,
   };

@@ -44,23 +44,22 @@ export function createNotificationsRepository(db: Db) {
     },
 
     /**
-     * Claims the row for the call of a delivery due at `dueAt` (Redis clock):
-     * PENDING, FAILED when `afresh` (a first attempt) and due after the
-     * delivery that failed it (an operator's redrive, not that delivery come
-     * back because Redis lost its claim and nack: it is due when it was), or SENDING
-     * for longer than `staleMs` (the call of a delivery that died mid-way: its
-     * outcome is unknown) -> SENDING. A withdrawn row is never claimed.
+     * Claims the row for the call of a delivery (due at `dueAt`, Redis clock,
+     * kept for operators): PENDING, FAILED with an operator's redrive
+     * recorded (requestRedrive), or SENDING for longer than `staleMs` (the
+     * call of a delivery that died mid-way: its outcome is unknown) ->
+     * SENDING, the redrive request used up. A withdrawn row is never claimed.
      * Otherwise says why not: `busy` (another delivery's call may still be
      * running; try again in `inMs`), `done` (SENT or CANCELLED), `failed`
-     * (FAILED, and this is no redrive), `withdrawn` (withdrawn, and no call of
-     * it can be running any more), or `missing`.
+     * (FAILED, and no redrive asked for it), `withdrawn` (withdrawn, and no
+     * call of it can be running any more), or `missing`.
      */
-    async claim(id: string, staleMs: number, delivery: { dueAt: Date; afresh: boolean }): Promise<Claim> {
+    async claim(id: string, staleMs: number, delivery: { dueAt: Date }): Promise<Claim> {
       const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
         `WITH c AS (
-           UPDATE notifications SET status = 'SENDING', sending_at = now(), sending_due_at = $4::timestamptz
+           UPDATE notifications SET status = 'SENDING', sending_at = now(), sending_due_at = $3::timestamptz, redrive_requested = false
             WHERE id = $1::uuid AND withdrawn_at IS NULL
-              AND (status = 'PENDING' OR (status = 'FAILED' AND $3::boolean AND (sending_due_at IS NULL OR sending_due_at < $4::timestamptz))
+              AND (status = 'PENDING' OR (status = 'FAILED' AND redrive_requested)
                    OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => $2::double precision / 1000)))
            RETURNING ${COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs"
          )
@@ -73,7 +72,6 @@ export function createNotificationsRepository(db: Db) {
            FROM notifications WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM c)`,
         id,
         staleMs,
-        delivery.afresh,
         delivery.dueAt,
       );
       const r = rows[0];
@@ -144,6 +142,21 @@ export function createNotificationsRepository(db: Db) {
                  WHEN withdrawn_at IS NOT NULL THEN last_error
                  ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
          WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING')`;
+    },
+
+    /**
+     * An operator redrives the dead delivery jobs of these rows: recorded
+     * before the queue moves the jobs, so the next delivery of each may claim
+     * it even FAILED. Only here: a job that comes back by itself (Redis losing
+     * its last writes, a refunded hand-back, a replaced job) looks in Redis
+     * just like a redriven one, and must not call a refused row again.
+     * Settled rows (SENT, CANCELLED) are left alone.
+     */
+    async requestRedrive(ids: readonly string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await db.$executeRaw`
+        UPDATE notifications SET redrive_requested = true
+         WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING', 'FAILED')`;
     },
 
     list(filter: NotificationFilter): Promise<NotificationRow[]> {

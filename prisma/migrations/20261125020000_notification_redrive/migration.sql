@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "notifications" ADD COLUMN     "redrive_requested" BOOLEAN NOT NULL DEFAULT false;
