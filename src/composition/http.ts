@@ -36,7 +36,7 @@ export async function startHttp(o: {
       ...operatorRoutes({
         queues: o.modules.map((m) => m.queue),
         keys,
-        beforeRedrive: Object.fromEntries(o.modules.flatMap((m) => (m.beforeRedrive ? [[m.queue.name, m.beforeRedrive.bind(m)]] : []))),
+        redrives: Object.fromEntries(o.modules.flatMap((m) => (m.redrives ? [[m.queue.name, m.redrives]] : []))),
         token: config.ADMIN_TOKEN,
         lateness: createLatenessReader(o.redis, config.QUEUE_PREFIX),
         ...o.reads,

@@ -5,6 +5,12 @@ import type { JobHandler, PeriodicJob, Queue } from '../queue/index.js';
 
 export type { PeriodicJob };
 
+/** See ServiceModule.redrives. */
+export type RedriveRecord = {
+  record(jobIds: readonly string[]): Promise<void>;
+  undo(jobIds: readonly string[]): Promise<void>;
+};
+
 /** Work a module runs in the worker role besides its queue handlers (e.g. a flusher). */
 export type Background = { readonly name: string; start(): Promise<void>; stop(): Promise<void> };
 
@@ -19,9 +25,10 @@ export type ServiceModule = {
   readonly periodic: readonly PeriodicJob[];
   readonly background?: readonly Background[];
   /**
-   * Runs before an operator's redrive moves these dead jobs of its queue back
-   * (the admin API): a module whose handlers must tell a redrive from a job
-   * that came back by itself records it here, in its database.
+   * An operator's redrive of dead jobs of its queue, for a module whose
+   * handlers must tell a redrive from a job that came back by itself: the
+   * admin API records it (in the module's database) before the queue moves the
+   * jobs, and undoes the record for those it did not move.
    */
-  beforeRedrive?(jobIds: readonly string[]): Promise<void>;
+  readonly redrives?: RedriveRecord;
 };

@@ -296,6 +296,34 @@ describe('after a refusal', () => {
     });
   };
 
+  it('records nothing about a call its own worker cut off (shutdown, a lost lease), even on the last attempt: the row stays SENDING, not an untrue FAILED', async () => {
+    w.hook.setBehaviour(() => ({ slowMs: 2_000, then: 'reject' }));
+    const id = await w.orderNotification('cut-off');
+    const stop = new AbortController();
+    const job: Job = {
+      queue: w.notifications().queue.name,
+      shard: 0,
+      id: deliverJobId(id),
+      type: DELIVER_JOB,
+      payload: { notificationId: id },
+      attempts: 1,
+      maxAttempts: 1,
+      lastAttempt: true,
+      dueAt: Date.now(),
+      token: 1,
+    };
+    const delivery = w.notifications().handlers[DELIVER_JOB]!(job, {
+      signal: stop.signal,
+      leaseMs: LEASE_MS,
+      now: Date.now,
+      extendLease: () => Promise.resolve(true),
+    });
+    expect(await waitFor(() => w.callsTo(id) === 1, 5_000, 5)).toBe(true);
+    stop.abort(new Error('shutdown grace period ended'));
+    await expect(delivery).rejects.toThrow();
+    expect(await w.row(id)).toMatchObject({ status: 'SENDING', attempts: 0, lastError: null });
+  });
+
   it('does not call a FAILED row again from the delivery that failed it, come back because its dead-lettering was lost; a redrive does (soak counterexample)', async () => {
     w.hook.setBehaviour(() => 'reject');
     const id = await w.orderNotification('refused');
@@ -322,7 +350,7 @@ describe('after a refusal', () => {
     expect(w.callsTo(id)).toBe(1);
     expect((await w.row(id)).status).toBe('FAILED');
     // An operator's redrive starts the delivery afresh (attempt 1): it calls.
-    expect(await redriveOne(w.notifications().queue, w.notifications().beforeRedrive, deliverJobId(id))).toBe(true);
+    expect(await redriveOne(w.notifications().queue, w.notifications().redrives, deliverJobId(id))).toBe(true);
     expect(await w.jobOutcome(id, 5_000)).toBe('done');
     expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 2 });
     expect(w.deliveredTo(id)).toHaveLength(1);
@@ -397,7 +425,7 @@ describe("on a job's last attempt", () => {
       expect((await w.row(n)).status).toBe('CANCELLED');
       // Later the receiver is well again and an operator redrives the dead deliveries.
       w.hook.setBehaviour(() => 'ok');
-      expect(await redriveOne(w.notifications().queue, w.notifications().beforeRedrive, deliverJobId(n))).toBe(true);
+      expect(await redriveOne(w.notifications().queue, w.notifications().redrives, deliverJobId(n))).toBe(true);
       expect(await w.jobOutcome(n, 5_000)).toBe('done');
       expect((await w.row(n)).status).toBe('CANCELLED');
       expect(w.callsTo(n)).toBe(1);

@@ -98,12 +98,12 @@ describe('webhook delivery', () => {
     expect(listed.body.notifications).toMatchObject([{ id, status: 'FAILED', attempts: 4 }]);
 
     hook.setBehaviour(() => 'ok');
-    expect(await redriveOne(notificationsQueue(), svc.module('notifications').beforeRedrive, jobId)).toBe(true);
+    expect(await redriveOne(notificationsQueue(), svc.module('notifications').redrives, jobId)).toBe(true);
     expect(await waitFor(async () => (await row(id)).status === 'SENT', 3_000, 20)).toBe(true);
     expect(callsFor(id)).toHaveLength(5);
     expect(await notificationsQueue().get(jobId)).toBeNull();
     // A second redrive of nothing changes nothing.
-    expect(await redriveOne(notificationsQueue(), svc.module('notifications').beforeRedrive, jobId)).toBe(false);
+    expect(await redriveOne(notificationsQueue(), svc.module('notifications').redrives, jobId)).toBe(false);
   });
 
   it('times out a hanging receiver and retries', async () => {

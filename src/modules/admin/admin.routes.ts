@@ -8,7 +8,7 @@ import { redisCall } from '../../core/redis-call.js';
 import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
 import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
 import { apiKeyRoutes } from './api-keys.routes.js';
-import { type BeforeRedrive, redriveOldest, redriveOne } from './redrive.js';
+import { type RedriveRecord, redriveOldest, redriveOne } from './redrive.js';
 import {
   JOB_ID_MESSAGE,
   type JobJson,
@@ -43,8 +43,8 @@ export type AdminDeps = {
   readonly queues: readonly Queue[];
   /** The clients' API keys, which operators make and revoke here. */
   readonly keys: ApiKeyStore;
-  /** Per queue name, what its module records before a redrive moves dead jobs back (ServiceModule.beforeRedrive). */
-  readonly beforeRedrive?: Readonly<Record<string, BeforeRedrive>>;
+  /** Per queue name, how its module records an operator's redrive (ServiceModule.redrives). */
+  readonly redrives?: Readonly<Record<string, RedriveRecord>>;
   readonly token: string;
   readonly lateness: LatenessReader;
   readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
@@ -147,7 +147,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       responses: ok('how many were redriven', z.object({ redriven: z.int().min(0) })),
       errors: [HTTP_ERRORS.DATABASE_UNAVAILABLE],
       handle: async ({ query, params }, res) => {
-        res.json({ redriven: await redriveOldest(queueOf(params.name), deps.beforeRedrive?.[params.name], query.max, guard) });
+        res.json({ redriven: await redriveOldest(queueOf(params.name), deps.redrives?.[params.name], query.max, guard) });
       },
     }),
     route({
@@ -159,7 +159,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       responses: ok('redriven', status('redriven')),
       errors: [JOB_NOT_FOUND, HTTP_ERRORS.DATABASE_UNAVAILABLE],
       handle: async ({ params }, res) => {
-        const done = await redriveOne(queueOf(params.name), deps.beforeRedrive?.[params.name], params.id, guard);
+        const done = await redriveOne(queueOf(params.name), deps.redrives?.[params.name], params.id, guard);
         if (!done) throw new AppError('JOB_NOT_FOUND', 404, 'no dead job with this id');
         res.json({ status: 'redriven' });
       },

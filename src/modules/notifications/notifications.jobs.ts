@@ -61,6 +61,12 @@ export function notificationsJobHandlers(deps: {
       try {
         await notifier.send(n, ctx.signal);
       } catch (err) {
+        // Cut off by our own side (shutdown's grace ended, or the lease was
+        // lost): whether the call reached the receiver is unknown, so nothing
+        // is recorded. The row stays SENDING; the delivery that comes next
+        // waits out the call and sends once more (the receiver drops a repeat
+        // by its Idempotency-Key), rather than a FAILED that may be untrue.
+        if (ctx.signal.aborted) throw err;
         const final = err instanceof NonRetryableError || job.lastAttempt;
         const text = err instanceof Error ? err.message : String(err);
         const status = await persistently(() => repo.recordFailure(n.id, text, final), ctx);

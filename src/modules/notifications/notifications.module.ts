@@ -82,12 +82,17 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     handlers: notificationsJobHandlers({ repo, notifier, queue, log, sendingStaleMs: config.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS }),
     periodic: [relay.job],
     // Only for delivery jobs: the relay's periodic job has no row.
-    beforeRedrive: (jobIds) => repo.requestRedrive(jobIds.map(notificationIdOf).filter((id): id is string => id !== null)),
+    redrives: {
+      record: (jobIds) => repo.requestRedrive(rowsOf(jobIds), true),
+      undo: (jobIds) => repo.requestRedrive(rowsOf(jobIds), false),
+    },
     dispatch,
     relay,
   };
   return module;
 }
+
+const rowsOf = (jobIds: readonly string[]) => jobIds.map(notificationIdOf).filter((id): id is string => id !== null);
 
 /** The notifier the configuration asks for: each kind to its own endpoint, the others to NOTIFY_WEBHOOK_URL, or to the log. */
 function configuredNotifier(c: NotificationsModuleConfig, log: Logger): Notifier {

@@ -36,7 +36,10 @@ export function createNotificationsRelay(d: {
           page.map((x) => x.id),
         );
         handed += r.filter((x) => x.status === 'created').length;
-        abandoned += await d.repo.markAbandoned(page.filter((_, i) => r[i]?.status === 'dead').map((x) => x.id));
+        abandoned += await d.repo.markAbandoned(
+          page.filter((_, i) => r[i]?.status === 'dead').map((x) => x.id),
+          d.sendingStaleSeconds,
+        );
       },
     );
     if (handed > 0) d.log.warn({ handed }, 'notification relay scheduled deliveries that were missing');

@@ -120,7 +120,9 @@ export function createNotificationsRepository(db: Db) {
       const rows = await db.$queryRaw<{ status: NotificationStatus }[]>`
         UPDATE notifications
            SET attempts = attempts + 1, last_error = ${error},
-               status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' WHEN ${final} THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus"
+               status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' WHEN ${final} THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
+               -- A refusal (or the last failure) outranks a redrive asked while the call ran.
+               redrive_requested = redrive_requested AND NOT ${final}
          WHERE id = ${id}::uuid AND status = 'SENDING'
         RETURNING status::text AS status`;
       return rows[0]?.status ?? null;
@@ -129,10 +131,13 @@ export function createNotificationsRepository(db: Db) {
     /**
      * Rows whose delivery job is gone for good (dead-lettered without the row
      * being settled): a withdrawn one -> CANCELLED; PENDING -> FAILED; SENDING
-     * (a call whose outcome was never recorded) -> FAILED saying the outcome
-     * is unknown. A redrive of the job sends a FAILED one again.
+     * for longer than `sendingSeconds` (a call whose outcome was never
+     * recorded) -> FAILED saying the outcome is unknown. A row claimed since
+     * it was found (an operator redrove the job meanwhile: SENDING afresh) is
+     * left to that delivery. An operator's redrive asked is kept: the redriven
+     * job sends a FAILED one again.
      */
-    async markAbandoned(ids: readonly string[]): Promise<number> {
+    async markAbandoned(ids: readonly string[], sendingSeconds: number): Promise<number> {
       if (ids.length === 0) return 0;
       return db.$executeRaw`
         UPDATE notifications
@@ -141,21 +146,23 @@ export function createNotificationsRepository(db: Db) {
                  WHEN status = 'SENDING' THEN 'delivery given up: its job was dead-lettered during a call whose outcome is unknown'
                  WHEN withdrawn_at IS NOT NULL THEN last_error
                  ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
-         WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING')`;
+         WHERE id = ANY(${[...ids]}::uuid[])
+           AND (status = 'PENDING' OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))`;
     },
 
     /**
-     * An operator redrives the dead delivery jobs of these rows: recorded
-     * before the queue moves the jobs, so the next delivery of each may claim
-     * it even FAILED. Only here: a job that comes back by itself (Redis losing
-     * its last writes, a refunded hand-back, a replaced job) looks in Redis
-     * just like a redriven one, and must not call a refused row again.
-     * Settled rows (SENT, CANCELLED) are left alone.
+     * An operator redrives the dead delivery jobs of these rows (`asked`):
+     * recorded before the queue moves the jobs, so the next delivery of each
+     * may claim it even FAILED; or that redrive did not happen after all
+     * (`asked` false: the job was not dead any more, or Redis failed). Only
+     * here: a job that comes back by itself (Redis losing its last writes, a
+     * refunded hand-back, a replaced job) looks in Redis just like a redriven
+     * one, and must not call a refused row again. Settled rows are left alone.
      */
-    async requestRedrive(ids: readonly string[]): Promise<void> {
+    async requestRedrive(ids: readonly string[], asked: boolean): Promise<void> {
       if (ids.length === 0) return;
       await db.$executeRaw`
-        UPDATE notifications SET redrive_requested = true
+        UPDATE notifications SET redrive_requested = ${asked}
          WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING', 'FAILED')`;
     },
 
