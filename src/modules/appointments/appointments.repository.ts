@@ -28,9 +28,10 @@ const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS chan
  * become CANCELLED; one being sent right now (SENDING) cannot be called
  * back, so it is marked withdrawn and its delivery ends it CANCELLED if the
  * call fails, SENT if the receiver took it (the record stays true). A FAILED
- * one stays FAILED, marked withdrawn: the receiver refused it or its delivery
- * gave up, and a slot held again must not make it new (only an operator's
- * redrive calls it again). Run as its own
+ * one given up (the receiver kept failing) becomes CANCELLED too, so the slot
+ * held again starts it afresh; one the receiver refused stays FAILED, marked
+ * withdrawn: holding the slot again must not call it again (only an
+ * operator's redrive does). Run as its own
  * statement after the change, in the change's transaction: in READ COMMITTED a
  * statement sees only what committed before it started, and a reminder writer
  * holding the row lock when the change started commits while the change waits
@@ -39,8 +40,8 @@ const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS chan
  * (and writers coming after the change wait for the lock, then find the slot gone).
  */
 const WITHDRAW_REMINDERS = `UPDATE notifications n
-      SET status = (CASE WHEN n.status = 'PENDING' THEN 'CANCELLED' ELSE n.status END)::"NotificationStatus",
-          last_error = CASE WHEN n.status = 'PENDING' THEN $2 ELSE n.last_error END,
+      SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)::"NotificationStatus",
+          last_error = CASE WHEN n.status = 'SENDING' OR n.refused THEN n.last_error ELSE $2 END,
           withdrawn_at = now()
      FROM appointments a
     WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER'

@@ -67,9 +67,10 @@ export function notificationsJobHandlers(deps: {
         // waits out the call and sends once more (the receiver drops a repeat
         // by its Idempotency-Key), rather than a FAILED that may be untrue.
         if (ctx.signal.aborted) throw err;
-        const final = err instanceof NonRetryableError || job.lastAttempt;
+        const refused = err instanceof NonRetryableError;
+        const final = refused || job.lastAttempt;
         const text = err instanceof Error ? err.message : String(err);
-        const status = await persistently(() => repo.recordFailure(n.id, text, final), ctx);
+        const status = await persistently(() => repo.recordFailure(n.id, text, final, refused), ctx);
         log.warn({ notificationId: n.id, attempts: job.attempts, status, error: text }, 'notification delivery failed');
         // Withdrawn while we called: nothing left to retry.
         if (status === 'CANCELLED') return;

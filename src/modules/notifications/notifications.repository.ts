@@ -116,13 +116,14 @@ export function createNotificationsRepository(db: Db) {
      * call. Returns the new status (null when the row was not SENDING: another
      * delivery finished it).
      */
-    async recordFailure(id: string, error: string, final: boolean): Promise<NotificationStatus | null> {
+    async recordFailure(id: string, error: string, final: boolean, refused: boolean): Promise<NotificationStatus | null> {
       const rows = await db.$queryRaw<{ status: NotificationStatus }[]>`
         UPDATE notifications
            SET attempts = attempts + 1, last_error = ${error},
                status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' WHEN ${final} THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
                -- A refusal (or the last failure) outranks a redrive asked while the call ran.
-               redrive_requested = redrive_requested AND NOT ${final}
+               redrive_requested = redrive_requested AND NOT ${final},
+               refused = ${refused}
          WHERE id = ${id}::uuid AND status = 'SENDING'
         RETURNING status::text AS status`;
       return rows[0]?.status ?? null;
