@@ -220,4 +220,34 @@ describe("an operator's redrive, recorded in PostgreSQL (second review, 2026-11-
     expect(calls(n).map((c) => c.answer)).toEqual(['reject']);
     expect((await row(n)).status).toBe('FAILED');
   }, 40_000);
+  it('a reminder refused during a call made after its slot was left (CANCELLED) comes back FAILED, uncalled, when the slot is held again', async () => {
+    const a = slot(120);
+    const booked = await svc
+      .api()
+      .post('/appointments')
+      .send(appointmentBody({ startsAt: a, remindBeforeSeconds: 86_400 }));
+    expect(booked.status).toBe(201);
+    let n = '';
+    hook.setBehaviour((_, body) => {
+      const startsAt = (body as unknown as { payload?: { startsAt?: string } }).payload?.startsAt;
+      if (!n && startsAt === a) n = body.id;
+      return body.id === n && calls(n).length === 1 ? { slowMs: 1_000, then: 'reject' } : 'ok';
+    });
+    expect(await waitFor(() => n !== '' && calls(n).length === 1, 5_000, 5)).toBe(true);
+    expect(
+      (
+        await svc
+          .api()
+          .patch(`/appointments/${booked.body.id}`)
+          .send({ startsAt: slot(240) })
+      ).status,
+    ).toBe(200);
+    expect(await waitFor(async () => (await row(n)).status === 'CANCELLED', 5_000, 20)).toBe(true);
+    expect((await row(n)).refused).toBe(true);
+    expect((await svc.api().patch(`/appointments/${booked.body.id}`).send({ startsAt: a })).status).toBe(200);
+    expect(await waitFor(async () => (await row(n)).status === 'FAILED', 5_000, 20)).toBe(true);
+    await sleep(2_000);
+    expect(calls(n).map((c) => c.answer)).toEqual(['reject']);
+    expect((await row(n)).status).toBe('FAILED');
+  }, 40_000);
 });

@@ -9,18 +9,20 @@
 //   appointment is refused, a repeated booking answers the same one, a read
 //   shows at most one reminder per slot);
 // - once settled: a slot held long enough past its remind time has exactly
-//   one reminder, SENT and taken by the receiver (or, for a slot left later,
-//   withdrawn after the receiver failed every call); a slot given up before its
+//   one reminder, SENT and taken by the receiver (or refused by it, or, for a
+//   slot left later, withdrawn after the receiver failed every call); a slot given up before its
 //   remind time has none the receiver took; for one given up around it, the
 //   reminder is either delivered (SENT) or not (never SENT), and the record
 //   says which; no reminder is written before its slot's remind time or after
 //   the slot was left for good; the receiver takes a reminder twice only when
-//   a fault cut a send off.
+//   a fault cut a send off; a reminder the receiver refused (400) ends FAILED
+//   and is not called again, whatever moves follow (unless a fault cut the
+//   worker off before it recorded the refusal).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, runSuite, settled } from './runner.js';
-import { type World, startWorld } from './world.js';
+import { RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 const EPS_MS = 100;
 const SETTLE_MS = 60_000;
@@ -244,19 +246,22 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
   const owedAfter = faulted ? OWED_AFTER_MS.faults : OWED_AFTER_MS.calm;
   const isOwed = (h: Held) => h.untilLow - Math.max(h.from, h.remindAt) >= owedAfter;
   const rowsNow = () => db.notification.findMany({ where: { appointmentId: { in: ids }, kind: 'APPOINTMENT_REMINDER' } }) as Promise<Row[]>;
-  // Settled: every slot held to the end has its reminder, and no reminder is on its way.
+  // The receiver refused these (a 400): such a reminder ends FAILED, and is not called again.
+  const refusedAt = (id: string) => r.world.webhook.calls.find((c) => c.body.id === id && c.answer === 'reject')?.at;
+  const ended = (n: Row) => n.status === 'SENT' || (n.status === 'FAILED' && refusedAt(n.id) !== undefined);
+  // Settled: every slot held to the end has its reminder (sent, or refused), and no reminder is on its way.
   const calm = await settled(async () => {
     if (m.appts.some((a) => !a.cancelled && Math.max(...(a.slots.get(a.current) ?? []).map((h) => h.remindAt)) > Date.now())) return false;
     const rows = await rowsNow();
     if (rows.some((n) => n.status === 'PENDING' || n.status === 'SENDING')) return false;
-    return m.appts.every((a) => a.cancelled || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && n.status === 'SENT'));
+    return m.appts.every((a) => a.cancelled || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && ended(n)));
   }, SETTLE_MS);
   const rows = await rowsNow();
   const p = problems();
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
   const delivered = new Map<string, number>();
   for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
-  const counts = { appointments: ids.length, slots: 0, owed: 0, givenUpBefore: 0, around: 0, delivered: 0, deliveredTwice: 0 };
+  const counts = { appointments: ids.length, slots: 0, owed: 0, givenUpBefore: 0, around: 0, delivered: 0, deliveredTwice: 0, refused: 0 };
   for (const a of m.appts) {
     const mine = rows.filter((n) => n.appointmentId === a.id);
     for (const n of mine) {
@@ -275,6 +280,14 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
         counts.deliveredTwice++;
         if (!r.run.mayRepeat) p.add(`appointment ${a.id}: reminder ${n.id} taken ${got} times without a fault that could cut a send off`);
       }
+      // A refusal is final (no operator redrives here), whatever moves follow,
+      // unless a fault cut the worker off before it recorded the refusal.
+      const refusal = refusedAt(n.id);
+      if (refusal !== undefined) {
+        counts.refused++;
+        const next = r.world.webhook.calls.find((c) => c.body.id === n.id && c.at > refusal);
+        if (next && !r.run.mayRepeat) p.add(`appointment ${a.id}: reminder ${n.id} called again ${next.at - refusal} ms after the receiver refused it`);
+      }
     }
     for (const [startsAt, held] of a.slots) {
       counts.slots++;
@@ -291,7 +304,9 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
         const heldToEnd = !a.cancelled && a.current === startsAt;
         const tried = n ? r.world.webhook.calls.filter((c) => c.body.id === n.id).length : 0;
         const withdrawnAfterTries = !heldToEnd && n?.status === 'CANCELLED' && tried > 0 && (delivered.get(n.id) ?? 0) === 0;
-        if (!n || (n.status !== 'SENT' && !withdrawnAfterTries))
+        // Or refused by the receiver: FAILED (CANCELLED if refused during a call made after the slot was left).
+        const refused = n !== undefined && refusedAt(n.id) !== undefined && (n.status === 'FAILED' || (!heldToEnd && n.status === 'CANCELLED'));
+        if (!n || (n.status !== 'SENT' && !withdrawnAfterTries && !refused))
           p.add(
             `appointment ${a.id}: slot ${startsAt} held past its remind time, reminder ${n ? `${n.id} ${n.status}, called ${tried} times` : 'never written'}`,
           );
@@ -312,6 +327,8 @@ describe('appointments and reminders, model-based', () => {
       world: () => world,
       operations,
       newModel: () => ({ appts: [] }),
+      // Refusals too (a 400 ends a reminder FAILED for good): the 2026-11-25 review's refused reminder taken back.
+      receiverKinds: RECEIVER_KINDS,
       settleAndCheck,
       runs: 8,
       maxCommands: 40,

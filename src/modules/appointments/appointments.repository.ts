@@ -158,7 +158,8 @@ export function createAppointmentsRepository(db: Db) {
      *
      * A slot held again after it was given up (moved away and back) gets its
      * withdrawn reminder back: a CANCELLED one is PENDING again, from its first
-     * attempt; one still being sent loses its withdrawal. A slot's reminder
+     * attempt (FAILED if the receiver refused it: refused while withdrawn, or
+     * before); one still being sent loses its withdrawal. A slot's reminder
      * that was SENT (or is PENDING) stays as it is: one per slot. Returns the
      * id of a reminder written or taken back, null when none was.
      */
@@ -173,9 +174,10 @@ export function createAppointmentsRepository(db: Db) {
          )
          ${REMINDER}
          ON CONFLICT (dedupe_key) DO UPDATE
-            SET status = (CASE WHEN notifications.status = 'CANCELLED' THEN 'PENDING' ELSE notifications.status END)::"NotificationStatus",
-                attempts = CASE WHEN notifications.status = 'CANCELLED' THEN 0 ELSE notifications.attempts END,
-                last_error = CASE WHEN notifications.status = 'CANCELLED' THEN NULL ELSE notifications.last_error END,
+            SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
+                               WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
+                attempts = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN 0 ELSE notifications.attempts END,
+                last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
                 withdrawn_at = NULL
           WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
          RETURNING id`,
