@@ -143,6 +143,23 @@ function deliveryWorld(tag: string, maxAttempts: number) {
   };
 }
 
+/** The delivery job of row `id` as the engine hands it to the handler (attempt 1 of 5, due now, unless told). */
+function deliveryJob(queue: string, id: string, over: Partial<Job> = {}): Job {
+  const base: Job = {
+    queue,
+    shard: 0,
+    id: deliverJobId(id),
+    type: DELIVER_JOB,
+    payload: { notificationId: id },
+    attempts: 1,
+    maxAttempts: 5,
+    lastAttempt: false,
+    dueAt: Date.now(),
+    token: 1,
+  };
+  return { ...base, ...over };
+}
+
 describe('with attempts left', () => {
   const w = deliveryWorld('faults_retry', 5);
 
@@ -237,18 +254,7 @@ describe('with attempts left', () => {
     });
     const renewing = gate();
     const renewed = gate();
-    const job: Job = {
-      queue: w.notifications().queue.name,
-      shard: 0,
-      id: deliverJobId(n),
-      type: DELIVER_JOB,
-      payload: { notificationId: n },
-      attempts: 1,
-      maxAttempts: 5,
-      lastAttempt: false,
-      dueAt: Date.now(),
-      token: 1,
-    };
+    const job = deliveryJob(w.notifications().queue.name, n);
     const delivery = w.notifications().handlers[DELIVER_JOB]!(job, {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
@@ -276,18 +282,7 @@ describe('after a refusal', () => {
 
   /** Runs the delivery handler of row `id` by hand, as the engine would on attempt `attempts`. */
   const deliverAs = (id: string, attempts: number, dueAt = Date.now()) => {
-    const job: Job = {
-      queue: w.notifications().queue.name,
-      shard: 0,
-      id: deliverJobId(id),
-      type: DELIVER_JOB,
-      payload: { notificationId: id },
-      attempts,
-      maxAttempts: 5,
-      lastAttempt: false,
-      dueAt,
-      token: 1,
-    };
+    const job = deliveryJob(w.notifications().queue.name, id, { attempts, dueAt });
     return w.notifications().handlers[DELIVER_JOB]!(job, {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
@@ -300,18 +295,7 @@ describe('after a refusal', () => {
     w.hook.setBehaviour(() => ({ slowMs: 2_000, then: 'reject' }));
     const id = await w.orderNotification('cut-off');
     const stop = new AbortController();
-    const job: Job = {
-      queue: w.notifications().queue.name,
-      shard: 0,
-      id: deliverJobId(id),
-      type: DELIVER_JOB,
-      payload: { notificationId: id },
-      attempts: 1,
-      maxAttempts: 1,
-      lastAttempt: true,
-      dueAt: Date.now(),
-      token: 1,
-    };
+    const job = deliveryJob(w.notifications().queue.name, id, { maxAttempts: 1, lastAttempt: true });
     const delivery = w.notifications().handlers[DELIVER_JOB]!(job, {
       signal: stop.signal,
       leaseMs: LEASE_MS,

@@ -69,6 +69,30 @@ async function refusedOnceThenRedriven(id: string): Promise<void> {
   expect((await row(id)).redriveRequested).toBe(false);
 }
 
+/**
+ * Books a slot whose reminder is due at once; the receiver answers that
+ * reminder's first call with `first` and every other call ok. Returns the
+ * appointment, its slot, a move to another slot and back, and the reminder's
+ * id once its first call has come.
+ */
+async function reminderAnswered(first: Answer) {
+  const a = slot(120);
+  const booked = await svc
+    .api()
+    .post('/appointments')
+    .send(appointmentBody({ startsAt: a, remindBeforeSeconds: 86_400 }));
+  expect(booked.status).toBe(201);
+  let n = '';
+  hook.setBehaviour((_, body) => {
+    const startsAt = (body as unknown as { payload?: { startsAt?: string } }).payload?.startsAt;
+    if (!n && startsAt === a) n = body.id;
+    return body.id === n && calls(n).length === 1 ? first : 'ok';
+  });
+  expect(await waitFor(() => n !== '' && calls(n).length === 1, 5_000, 5)).toBe(true);
+  const moveTo = async (startsAt: string) => expect((await svc.api().patch(`/appointments/${booked.body.id}`).send({ startsAt })).status).toBe(200);
+  return { reminder: n, away: () => moveTo(slot(240)), back: () => moveTo(a) };
+}
+
 describe('a refused notification', () => {
   it('is not called again when Redis loses the claim during the refused call (the busy hand-back refunds attempt 1 to a later due time)', async () => {
     const id = randomUUID();
@@ -82,28 +106,9 @@ describe('a refused notification', () => {
   }, 40_000);
 
   it('is not called again when its reminder is taken back (slot left and held again) during the refused call', async () => {
-    const a = slot(120);
-    const booked = await svc
-      .api()
-      .post('/appointments')
-      .send(appointmentBody({ startsAt: a, remindBeforeSeconds: 86_400 }));
-    expect(booked.status).toBe(201);
-    let n = '';
-    hook.setBehaviour((_, body) => {
-      const startsAt = (body as unknown as { payload?: { startsAt?: string } }).payload?.startsAt;
-      if (!n && startsAt === a) n = body.id;
-      return body.id === n && calls(n).length === 1 ? { slowMs: SLOW_MS, then: 'reject' } : 'ok';
-    });
-    expect(await waitFor(() => n !== '' && calls(n).length === 1, 5_000, 5)).toBe(true);
-    expect(
-      (
-        await svc
-          .api()
-          .patch(`/appointments/${booked.body.id}`)
-          .send({ startsAt: slot(240) })
-      ).status,
-    ).toBe(200);
-    expect((await svc.api().patch(`/appointments/${booked.body.id}`).send({ startsAt: a })).status).toBe(200);
+    const { reminder: n, away, back } = await reminderAnswered({ slowMs: SLOW_MS, then: 'reject' });
+    await away();
+    await back();
     await refusedOnceThenRedriven(n);
   }, 40_000);
 });
@@ -194,57 +199,22 @@ describe("an operator's redrive, recorded in PostgreSQL (second review, 2026-11-
   }, 40_000);
 
   it('a refused reminder withdrawn (slot left) stays FAILED, and taking the slot back does not call it again', async () => {
-    const a = slot(120);
-    const booked = await svc
-      .api()
-      .post('/appointments')
-      .send(appointmentBody({ startsAt: a, remindBeforeSeconds: 86_400 }));
-    expect(booked.status).toBe(201);
-    let n = '';
-    hook.setBehaviour((_, body) => {
-      const startsAt = (body as unknown as { payload?: { startsAt?: string } }).payload?.startsAt;
-      if (!n && startsAt === a) n = body.id;
-      return body.id === n && calls(n).length === 1 ? 'reject' : 'ok';
-    });
-    expect(await waitFor(async () => n !== '' && (await row(n)).status === 'FAILED' && (await dead(n)), 10_000, 20)).toBe(true);
-    expect(
-      (
-        await svc
-          .api()
-          .patch(`/appointments/${booked.body.id}`)
-          .send({ startsAt: slot(240) })
-      ).status,
-    ).toBe(200);
-    expect((await svc.api().patch(`/appointments/${booked.body.id}`).send({ startsAt: a })).status).toBe(200);
+    const { reminder: n, away, back } = await reminderAnswered('reject');
+    expect(await waitFor(async () => (await row(n)).status === 'FAILED' && (await dead(n)), 10_000, 20)).toBe(true);
+    await away();
+    expect((await row(n)).status).toBe('FAILED');
+    await back();
     await sleep(3_000);
     expect(calls(n).map((c) => c.answer)).toEqual(['reject']);
     expect((await row(n)).status).toBe('FAILED');
   }, 40_000);
+
   it('a reminder refused during a call made after its slot was left (CANCELLED) comes back FAILED, uncalled, when the slot is held again', async () => {
-    const a = slot(120);
-    const booked = await svc
-      .api()
-      .post('/appointments')
-      .send(appointmentBody({ startsAt: a, remindBeforeSeconds: 86_400 }));
-    expect(booked.status).toBe(201);
-    let n = '';
-    hook.setBehaviour((_, body) => {
-      const startsAt = (body as unknown as { payload?: { startsAt?: string } }).payload?.startsAt;
-      if (!n && startsAt === a) n = body.id;
-      return body.id === n && calls(n).length === 1 ? { slowMs: 1_000, then: 'reject' } : 'ok';
-    });
-    expect(await waitFor(() => n !== '' && calls(n).length === 1, 5_000, 5)).toBe(true);
-    expect(
-      (
-        await svc
-          .api()
-          .patch(`/appointments/${booked.body.id}`)
-          .send({ startsAt: slot(240) })
-      ).status,
-    ).toBe(200);
+    const { reminder: n, away, back } = await reminderAnswered({ slowMs: 1_000, then: 'reject' });
+    await away();
     expect(await waitFor(async () => (await row(n)).status === 'CANCELLED', 5_000, 20)).toBe(true);
     expect((await row(n)).refused).toBe(true);
-    expect((await svc.api().patch(`/appointments/${booked.body.id}`).send({ startsAt: a })).status).toBe(200);
+    await back();
     expect(await waitFor(async () => (await row(n)).status === 'FAILED', 5_000, 20)).toBe(true);
     await sleep(2_000);
     expect(calls(n).map((c) => c.answer)).toEqual(['reject']);
