@@ -8,6 +8,7 @@ import helmet from 'helmet';
 import type { RedisClient } from './core/redis.js';
 import type { Db } from './core/db.js';
 import type { Metrics } from './core/metrics.js';
+import { cors } from './core/http/cors.js';
 import { docsRoutes } from './core/http/docs.routes.js';
 import { errorMiddleware, notFound } from './core/http/error-middleware.js';
 import { type OpenApiDocument, openApiDocument } from './core/http/openapi.js';
@@ -23,6 +24,8 @@ export type AppDeps = {
   readonly routes?: readonly RouteTable[];
   /** Checks the API keys of the routes that need one (every route but the public and admin ones). */
   readonly guard?: ApiKeyGuard;
+  /** Browser origins allowed to call the API (CORS_ORIGINS); none: no CORS headers at all. */
+  readonly corsOrigins?: readonly string[];
   readonly metrics?: Metrics;
 };
 
@@ -38,8 +41,8 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   // Security headers on every answer (nosniff, no framing, no referrer, a CSP
   // that runs only this origin's scripts: the docs and dashboard pages have no
-  // inline script). No CORS headers: a browser page of another origin cannot
-  // call the API (a gateway in front adds them if a front end needs them).
+  // inline script). No CORS headers unless CORS_ORIGINS lists the page's
+  // origin: a browser page of another origin cannot read the API.
   // (No upgrade-insecure-requests: on a plain-HTTP internal host it would turn the docs page's script loads into failing HTTPS ones.)
   app.use(helmet({ contentSecurityPolicy: { directives: { 'img-src': ["'self'", 'data:'], 'connect-src': ["'self'"], 'upgrade-insecure-requests': null } } }));
   app.disable('x-powered-by');
@@ -47,6 +50,7 @@ export function createApp(deps: AppDeps): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestLog(deps.log));
+  if (deps.corsOrigins?.length) app.use(cors(deps.corsOrigins));
   if (deps.metrics) app.use(deps.metrics.httpMiddleware());
   // Bodies are parsed per route, after its guard (routerOf).
 

@@ -57,6 +57,18 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   // Bearer token of the admin API (/admin). Unset: the admin API is disabled.
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Browser origins (scheme://host[:port], comma-separated) allowed to call the
+  // API from a page (CORS). Unset: no CORS headers, no browser page of another origin can read it.
+  CORS_ORIGINS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .refine((list) => list.every((o) => /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$/.test(o)), 'must be comma-separated origins like https://shop.example.com')
+    .optional(),
   // Requests a second per API key, shared by every instance (through Redis);
   // a burst of one second's worth is admitted at once. Over it: 429 RATE_LIMITED.
   API_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(1_000),

@@ -51,7 +51,7 @@ export async function startHttp(o: {
     failures: rateLimit(o.redis, config.QUEUE_PREFIX, 'authfail', failures / 60, failures),
     log,
   });
-  const app = createApp({ log, redis: o.redis, db: o.db, routes, metrics: o.metrics, guard });
+  const app = createApp({ log, redis: o.redis, db: o.db, routes, metrics: o.metrics, guard, corsOrigins: config.CORS_ORIGINS });
   const server = await listen(app, config.PORT, config.HOST);
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;

@@ -121,7 +121,9 @@ describe('reschedules and cancellations racing reminders', () => {
     const slotsAll = [...history.values()].flat();
     const early = slotsAll.filter((s) => s.heldUntilHigh < s.remindAt - CLOCK_SLACK_MS);
     const clamped = [...history.values()].filter((slots) => slots[0]!.remindAt <= slots[0]!.heldFrom + CLOCK_SLACK_MS).length;
-    console.log(JSON.stringify({ test: 'appointments-race', slots: slotsAll.length, givenUpBeforeRemind: early.length, bookedAfterRemind: clamped, maxLateMs }));
+    console.log(
+      JSON.stringify({ test: 'appointments-race', slots: slotsAll.length, givenUpBeforeRemind: early.length, bookedAfterRemind: clamped, maxLateMs }),
+    );
     expect(early.length, `slots given up before their remind time (${clamped} of ${N} bookings answered after their remind time)`).toBeGreaterThan(10);
     expect(await tdb.db.notification.count({ where: { appointmentId: { in: ids }, status: 'SENT', attempts: { not: 1 } } })).toBe(0);
     for (const n of await tdb.db.notification.findMany({ where: { appointmentId: { in: ids }, status: 'CANCELLED' } })) {

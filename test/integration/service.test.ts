@@ -2,6 +2,7 @@
 // variable's name, it starts and stops on SIGTERM, honours the Redis database
 // index, warns about an evicting Redis, refuses queue data of an old layout,
 // and answers errors as problem+json.
+import { loadConfig } from '../../src/config.js';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
@@ -138,6 +139,22 @@ describe('http errors', () => {
     const init = await request(app).get('/docs/swagger-init.js');
     expect(init.status).toBe(200);
     expect(init.text).toContain('SwaggerUIBundle');
+  });
+
+  it('answers CORS only for the configured origins (CORS_ORIGINS), preflights included', async () => {
+    const shop = 'https://shop.example.com';
+    const open = createApp({ log: createLogger('silent'), redis, corsOrigins: [shop] });
+    const allowed = await request(open).get('/healthz').set('origin', shop);
+    expect(allowed.headers['access-control-allow-origin']).toBe(shop);
+    expect(allowed.headers.vary).toMatch(/Origin/);
+    const preflight = await request(open).options('/orders').set('origin', shop).set('access-control-request-method', 'POST');
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-headers']).toMatch(/Authorization/);
+    expect(preflight.headers['access-control-allow-headers']).toMatch(/Idempotency-Key/);
+    const stranger = await request(open).options('/orders').set('origin', 'https://evil.example').set('access-control-request-method', 'POST');
+    expect(stranger.headers['access-control-allow-origin']).toBeUndefined();
+    expect(() => loadConfig({ CORS_ORIGINS: 'shop.example.com' })).toThrow(/CORS_ORIGINS/);
+    expect(loadConfig({ CORS_ORIGINS: `${shop}, http://localhost:5173` }).CORS_ORIGINS).toEqual([shop, 'http://localhost:5173']);
   });
 
   it('answers an unknown route with a 404 problem', async () => {
