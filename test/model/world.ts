@@ -78,6 +78,8 @@ export type RunLog = {
   faults: Partial<Record<FaultKind, number>>;
   /** A worker killed or a send cut off mid-way: the receiver may get a notification twice (same id). */
   mayRepeat: boolean;
+  /** When each fault was injected and when its command returned (a killed worker restarts after that, a silenced connection is found dead later). */
+  faultSpans: { from: number; to: number }[];
 };
 
 export type World = {
@@ -172,30 +174,36 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     db: tdb.db,
     webhook,
     runTag: () => `${name}${++runs}-${randomBytes(2).toString('hex')}`,
-    startRun: () => ({ operations: 0, faults: {}, mayRepeat: false }),
+    startRun: () => ({ operations: 0, faults: {}, mayRepeat: false, faultSpans: [] }),
     receiver(kind) {
       webhook.setBehaviour(() => receiverAnswer[kind]);
     },
     async fault(kind, run) {
       run.faults[kind] = (run.faults[kind] ?? 0) + 1;
-      switch (kind) {
-        case 'killWorker':
-          run.mayRepeat = true;
-          return killWorker();
-        case 'hangRedis':
-          redis.pause();
-          await sleep(2_000);
-          redis.resume();
-          return;
-        case 'restartRedis':
-          return restartRedis(1_000);
-        case 'terminatePg':
-          // A send whose SENT mark fails with its connection is sent again.
-          run.mayRepeat = true;
-          return terminatePg();
-        case 'silenceRedis':
-          proxy.silence();
-          return;
+      const span = { from: Date.now(), to: Infinity };
+      run.faultSpans.push(span);
+      try {
+        switch (kind) {
+          case 'killWorker':
+            run.mayRepeat = true;
+            return await killWorker();
+          case 'hangRedis':
+            redis.pause();
+            await sleep(2_000);
+            redis.resume();
+            return;
+          case 'restartRedis':
+            return await restartRedis(1_000);
+          case 'terminatePg':
+            // A send whose SENT mark fails with its connection is sent again.
+            run.mayRepeat = true;
+            return await terminatePg();
+          case 'silenceRedis':
+            proxy.silence();
+            return;
+        }
+      } finally {
+        span.to = Date.now();
       }
     },
     async quiesce() {
