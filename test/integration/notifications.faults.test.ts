@@ -2,8 +2,9 @@
 // 2026-11-23 (R1-R8), each ending as the record promises:
 // - a write after the receiver answered rides out a database hiccup: a row
 //   the receiver took ends SENT and is not sent again, on a job's last
-//   attempt too; a SENT mark lost for longer hands the job back for later
-//   instead of letting it die (R1, R6);
+//   attempt too; a SENT mark lost for longer replaces the job by one that
+//   only records SENT, neither dead nor calling again, even if the reminder is
+//   withdrawn meanwhile (R1, R6);
 // - a withdrawn row is never claimed again: a cancel during a failing call
 //   whose failure record was lost ends the row CANCELLED, and so does the
 //   relay once its job is dead, so a redrive sends nothing (R5, R2);
@@ -291,7 +292,7 @@ describe('after a refusal', () => {
     });
   };
 
-  it('records nothing about a call its own worker cut off (shutdown, a lost lease), even on the last attempt: the row stays SENDING, not an untrue FAILED', async () => {
+  it('records nothing about a call its own worker cut off (shutdown), even on the last attempt: the row stays SENDING, not an untrue FAILED', async () => {
     w.hook.setBehaviour(() => ({ slowMs: 2_000, then: 'reject' }));
     const id = await w.orderNotification('cut-off');
     const stop = new AbortController();
@@ -359,33 +360,53 @@ describe("on a job's last attempt", () => {
     }
   });
 
-  it('hands a delivered row back for later, not to the dead set, when its SENT mark fails past the retries (R1)', async () => {
+  it('keeps what it knows when its SENT mark fails past the retries: a job that only records SENT, not the dead set, and no second call (R1)', async () => {
     w.hook.setBehaviour(() => 'ok');
     const id = await w.orderNotification('r1-long');
     const fault = await failNotificationWrites(w.db, { write: 'sent', of: { id } });
     try {
       const q = w.notifications().queue;
       await scheduleDeliveries(q, [id]);
-      // Due again later, its attempt refunded (or, the fault, dead).
+      // Replaced by a delivery that records SENT (or, the fault, dead).
       let job: JobInfo | null = null;
       const over = await waitFor(
         async () => {
           job = await q.get(deliverJobId(id));
-          return job?.state === 'dead' || (job?.state === 'pending' && (job.dueAt ?? 0) > Date.now() + LEASE_MS);
+          return job?.state === 'dead' || (job?.payload as { delivered?: boolean } | undefined)?.delivered === true;
         },
         10_000,
         20,
       );
       expect(over).toBe(true);
-      expect(job).toMatchObject({ state: 'pending', attempts: 0 });
+      expect(job).toMatchObject({ state: 'pending', attempts: 0, payload: { notificationId: id, delivered: true } });
       await fault.heal(); // the database is back
       expect(await w.jobOutcome(id, 15_000)).toBe('done');
-      expect((await w.row(id)).status).toBe('SENT');
-      // The comeback cannot tell whether the receiver took it: it is sent once
-      // more, under the same Idempotency-Key, so the receiver can tell.
-      const got = w.deliveredTo(id);
-      expect(got).toHaveLength(2);
-      expect(got.map((g) => g.idempotencyKey)).toEqual([id, id]);
+      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
+      expect(w.deliveredTo(id)).toHaveLength(1);
+      expect(w.callsTo(id)).toBe(1);
+    } finally {
+      await fault.heal();
+    }
+  });
+
+  it('records SENT a reminder the receiver took while its slot was given up, its SENT mark lost meanwhile: not CANCELLED as of unknown outcome', async () => {
+    w.hook.setBehaviour(() => ({ slowMs: 300, then: 'ok' }));
+    const startsAt = slot(420);
+    const fault = await failNotificationWrites(w.db, { write: 'sent', of: { recipient: 'sent-lost@example.com' } });
+    try {
+      const appt = await w.book('sent-lost', startsAt);
+      const id = await w.reminderOf(appt, startsAt);
+      await w.waitForCall(id);
+      await w.cancel(appt); // withdrawn during the call
+      const q = w.notifications().queue;
+      expect(await waitFor(async () => ((await q.get(deliverJobId(id)))?.payload as { delivered?: boolean } | undefined)?.delivered === true, 10_000, 20)).toBe(
+        true,
+      );
+      await fault.heal();
+      expect(await w.jobOutcome(id, 15_000)).toBe('done');
+      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
+      expect(w.deliveredTo(id)).toHaveLength(1);
+      expect(w.callsTo(id)).toBe(1);
     } finally {
       await fault.heal();
     }

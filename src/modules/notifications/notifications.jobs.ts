@@ -14,7 +14,14 @@ const DELIVER_JOB_ID = /^notification:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 /** The notification a delivery job id names; null for any other job. */
 export const notificationIdOf = (jobId: string): string | null => DELIVER_JOB_ID.exec(jobId)?.[1] ?? null;
 
-const deliverPayload = z.object({ notificationId: z.uuid() });
+const deliverPayload = z.object({
+  notificationId: z.uuid(),
+  // The receiver took it in an earlier delivery whose SENT mark failed: this
+  // one records SENT and calls nobody.
+  delivered: z.literal(true).optional(),
+});
+/** A delivery replaced by one that only records SENT is due this long after (the database has just failed for about 2 s). */
+const RECORD_AGAIN_MS = 1_000;
 
 /**
  * Schedules the delivery jobs of committed rows. `nx` (the default) leaves a
@@ -40,6 +47,10 @@ export function notificationsJobHandlers(deps: {
     [DELIVER_JOB]: async (job, ctx) => {
       const p = deliverPayload.safeParse(job.payload);
       if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
+      if (p.data.delivered) {
+        await repo.markSent(p.data.notificationId);
+        return;
+      }
       // The whole call must fit in our lease, or another worker would take the
       // job and call the receiver a second time beside us (the config keeps the
       // call's timeout under half a lease). Renewed first, so the claim's time
@@ -61,9 +72,10 @@ export function notificationsJobHandlers(deps: {
       try {
         await notifier.send(n, ctx.signal);
       } catch (err) {
-        // Cut off by our own side (shutdown's grace ended, or the lease was
-        // lost): whether the call reached the receiver is unknown, so nothing
-        // is recorded. The row stays SENDING; the delivery that comes next
+        // Cut off by our own side (shutdown's grace ended; the signal is
+        // shutdown's, a lost lease does not abort a call): whether the call
+        // reached the receiver is unknown, so nothing is recorded. The row
+        // stays SENDING; the delivery that comes next
         // waits out the call and sends once more (the receiver drops a repeat
         // by its Idempotency-Key), rather than a FAILED that may be untrue.
         if (ctx.signal.aborted) throw err;
@@ -77,11 +89,23 @@ export function notificationsJobHandlers(deps: {
         throw err;
       }
       // The receiver has it: the record must say so. If the database stays
-      // away, the job comes back later (no attempt used, so it cannot die of
-      // it), finds the row SENDING past its call and, its outcome unknown, sends once more.
+      // away (or shutdown's grace ends), what this delivery knows must outlive
+      // it: its job is replaced (this delivery fenced) by one that only
+      // records SENT, with the job type's retries, so the row is neither
+      // called again nor, if its subject withdraws it meanwhile, ended
+      // CANCELLED as a call of unknown outcome. Only when Redis fails too does
+      // the job come back blind (no attempt used): it finds the row SENDING
+      // past its call and, its outcome unknown, sends once more.
       try {
         await persistently(() => repo.markSent(n.id), ctx);
       } catch (err) {
+        const kept = await deps.queue
+          .schedule({ id: job.id, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId: n.id, delivered: true }, mode: 'xx' })
+          .catch(() => null);
+        if (kept?.status === 'updated') {
+          log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
+          return;
+        }
         log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; trying again later');
         return { retryInMs: deps.sendingStaleMs };
       }
