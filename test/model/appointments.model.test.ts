@@ -23,28 +23,40 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, runSuite, settled } from './runner.js';
-import { RECEIVER_KINDS, type World, startWorld } from './world.js';
+import { type FaultSpan, MODEL_TIMINGS, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 const EPS_MS = 100;
 const SETTLE_MS = 60_000;
-// How long a slot must stay held past its remind time to be owed a reminder:
-// time for the job, its lease after a killed worker, or a reconciliation pass
-// after Redis lost it (1 s passes, 1 s grace) — and none of that without faults.
-const OWED_AFTER_MS = { calm: 1_000, faults: 8_000 };
+// When a slot held past its remind time is owed its reminder: `calm` after
+// the remind time (the job, the write, the call) unless a fault strikes
+// before then; each fault that does moves it to `repair` after the fault's
+// end (faults in a row add up). The longest repair: a worker killed mid-call
+// leaves the row SENDING, taken again once stale (the call's timeout plus
+// 5 s from the claim), its job back after a lease, found by a poll or a
+// reconciliation pass (1 s).
+const OWED = { calmMs: 1_000, repairMs: MODEL_TIMINGS.NOTIFY_TIMEOUT_MS + 5_000 + MODEL_TIMINGS.WORKER_LEASE_MS + 1_000 };
+
+/** When a reminder due from `start` is owed by, given the faults of the run (soak seed 293651839: a reminder withdrawn uncalled though its slot was held 8 s past its remind time, in a run with faults). */
+function owedBy(start: number, spans: readonly FaultSpan[]): number {
+  let deadline = start + OWED.calmMs;
+  for (const f of [...spans].sort((x, y) => x.from - y.from)) if (f.from < deadline) deadline = Math.max(deadline, f.to + OWED.repairMs);
+  return deadline;
+}
 
 /**
- * Whether [start, end] holds a stretch of `len` in which no fault struck: from
- * `start` or from a fault's end. Faults add up (a worker restarting, then
- * Redis losing the job's write, then hung): what is owed is a reminder within
- * `len` of a quiet stretch's start, not within `len` of its remind time
- * whatever struck meanwhile (soak seed 293651839: a slot held 8 s past its
- * remind time through several faults, its reminder not yet called when the
- * slot was left).
+ * A call whose worker was killed (or whose SENT mark failed with Redis
+ * unreachable too) before its outcome was recorded, and whose slot was left
+ * before the call was made again: nobody knows whether the receiver took it,
+ * and the record says so (CANCELLED, "outcome ... unknown"; README "What does
+ * not hold"). Only for a row one of whose calls such a fault could have cut off.
  */
-function quietStretch(start: number, end: number, spans: readonly { from: number; to: number }[], len: number): boolean {
-  const starts = [start, ...spans.map((f) => f.to).filter((t) => t > start)];
-  return starts.some((s) => s + len <= end && !spans.some((f) => f.from < s + len && f.to > s));
+function outcomeUnknown(n: Row, calls: readonly { at: number }[], spans: readonly FaultSpan[]): boolean {
+  if (n.status !== 'CANCELLED' || !/outcome .* unknown/.test(n.lastError ?? '')) return false;
+  const cutOff = (at: number) =>
+    spans.some((f) => (f.kind === 'killWorker' || f.kind === 'terminatePg') && f.from >= at && f.from <= at + MODEL_TIMINGS.NOTIFY_TIMEOUT_MS + 3_000);
+  return calls.some((c) => cutOff(c.at));
 }
+
 // A start this close is refused as past by the time the request lands.
 const MIN_AHEAD_MS = 400;
 
@@ -257,14 +269,7 @@ const slotOf = (n: Row) => (n.payload as { startsAt: string }).startsAt;
 async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
   const db = r.world.db;
   const ids = m.appts.map((a) => a.id);
-  const faulted = Object.keys(r.run.faults).length > 0;
-  const owedAfter = faulted ? OWED_AFTER_MS.faults : OWED_AFTER_MS.calm;
-  const isOwed = (h: Held) => quietStretch(Math.max(h.from, h.remindAt), h.untilLow, r.run.faultSpans, owedAfter);
-  // A call whose worker was killed (or whose SENT mark failed) before its
-  // outcome was recorded, and whose slot was left before it was made again:
-  // nobody knows whether the receiver took it, and the record says so
-  // (CANCELLED, "outcome ... unknown"; README "What does not hold").
-  const outcomeUnknown = (n: Row) => r.run.mayRepeat && n.status === 'CANCELLED' && /outcome .* unknown/.test(n.lastError ?? '');
+  const isOwed = (h: Held) => owedBy(Math.max(h.from, h.remindAt), r.run.faultSpans) <= h.untilLow;
   const rowsNow = () => db.notification.findMany({ where: { appointmentId: { in: ids }, kind: 'APPOINTMENT_REMINDER' } }) as Promise<Row[]>;
   // The receiver refused these (a 400): such a reminder ends FAILED, and is not called again.
   const refusedAt = (id: string) => r.world.webhook.calls.find((c) => c.body.id === id && c.answer === 'reject')?.at;
@@ -294,7 +299,15 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       if (at < Math.min(...held.map((h) => h.remindAt)) - EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written before the slot's remind time`);
       if (at > Math.max(...held.map((h) => h.untilHigh)) + EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written after the slot was left`);
       const got = delivered.get(n.id) ?? 0;
-      if (got > 0 && outcomeUnknown(n)) counts.outcomeUnknown++;
+      if (
+        got > 0 &&
+        outcomeUnknown(
+          n,
+          r.world.webhook.delivered.filter((c) => c.body.id === n.id),
+          r.run.faultSpans,
+        )
+      )
+        counts.outcomeUnknown++;
       else if ((n.status === 'SENT') !== got > 0) p.add(`appointment ${a.id}: reminder ${n.id} is ${n.status}, the receiver took it ${got} times`);
       if (got > 0) counts.delivered++;
       if (got > 1) {

@@ -72,6 +72,8 @@ const ENV: Readonly<Record<string, string>> = {
   NOTIFY_TIMEOUT_MS: String(MODEL_TIMINGS.NOTIFY_TIMEOUT_MS),
 };
 
+export type FaultSpan = { kind: FaultKind; from: number; to: number };
+
 /** What happened in a run, for its check and the suite's summary. */
 export type RunLog = {
   operations: number;
@@ -79,7 +81,7 @@ export type RunLog = {
   /** A worker killed or a send cut off mid-way: the receiver may get a notification twice (same id). */
   mayRepeat: boolean;
   /** When each fault was injected and when its command returned (a killed worker restarts after that, a silenced connection is found dead later). */
-  faultSpans: { from: number; to: number }[];
+  faultSpans: FaultSpan[];
 };
 
 export type World = {
@@ -180,7 +182,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     },
     async fault(kind, run) {
       run.faults[kind] = (run.faults[kind] ?? 0) + 1;
-      const span = { from: Date.now(), to: Infinity };
+      const span: FaultSpan = { kind, from: Date.now(), to: Infinity };
       run.faultSpans.push(span);
       try {
         switch (kind) {
