@@ -234,6 +234,15 @@ describe('bad input: 4xx problem+json, nothing written', () => {
       'STARTS_AT_IN_PAST',
     ],
     [
+      'start in the year 9999',
+      () =>
+        api()
+          .post('/appointments')
+          .send({ ...ok(), startsAt: '9999-12-31T10:00:00Z' }),
+      422,
+      'STARTS_AT_TOO_FAR',
+    ],
+    [
       'negative lead',
       () =>
         api()
@@ -268,6 +277,12 @@ describe('bad input: 4xx problem+json, nothing written', () => {
       () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ startsAt: '2001-01-01T00:00:00Z' }),
       422,
       'STARTS_AT_IN_PAST',
+    ],
+    [
+      'PATCH to the year 9999',
+      () => api().patch('/appointments/00000000-0000-4000-8000-000000000000').send({ startsAt: '9999-12-31T00:00:00Z' }),
+      422,
+      'STARTS_AT_TOO_FAR',
     ],
     [
       'PATCH unknown id',

@@ -17,6 +17,7 @@ import type { AppointmentsService } from './appointments.service.js';
 const id = { schema: appointmentIdSchema, status: 400, code: 'INVALID_APPOINTMENT_ID', message: () => 'an appointment id is a UUID' } satisfies PathParam;
 const NOT_FOUND = { status: 404, code: 'APPOINTMENT_NOT_FOUND' };
 const IN_PAST = { status: 422, code: 'STARTS_AT_IN_PAST' };
+const TOO_FAR = { status: 422, code: 'STARTS_AT_TOO_FAR' };
 const appointment = (description: string) => ({ description, schema: appointmentJsonSchema });
 
 /** Past REMINDERS_PER_CONTACT_PER_HOUR for the contact (with Retry-After). */
@@ -38,7 +39,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         responses: {
           201: { ...appointment('the appointment, BOOKED'), headers: CREATED_HEADERS },
         },
-        errors: [IN_PAST, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
+        errors: [IN_PAST, TOO_FAR, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
         handle: async ({ body, idempotencyKey }, res) => {
           const { appointment: a, replayed } = await service.book(body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
@@ -78,7 +79,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         params: { id },
         body: rescheduleAppointmentSchema,
         responses: { 200: appointment('the appointment') },
-        errors: [NOT_FOUND, IN_PAST, { status: 409, code: 'APPOINTMENT_CANCELLED' }, CONTACT_LIMITED],
+        errors: [NOT_FOUND, IN_PAST, TOO_FAR, { status: 409, code: 'APPOINTMENT_CANCELLED' }, CONTACT_LIMITED],
         handle: async ({ params, body }, res) => {
           res.json(toJson(await service.reschedule(params.id, body)));
         },

@@ -15,9 +15,20 @@ import type { BookAppointmentInput, RescheduleAppointmentInput } from './appoint
 export const REMIND_JOB = 'appointment.remind';
 export const remindJobId = (appointmentId: string) => `appointment:${appointmentId}:remind`;
 
-/** A new start must be ahead; a replayed booking is answered as it was, whenever the replay comes. */
+/**
+ * How far ahead a slot may be: a booking front end plans months, not
+ * centuries, and a reminder's job must have a due time the queue takes (a
+ * start in the year 9999 was booked, then its reminder failed to schedule on
+ * every reconciliation pass).
+ */
+export const MAX_AHEAD_YEARS = 5;
+const MAX_AHEAD_MS = MAX_AHEAD_YEARS * 366 * 86_400_000;
+
+/** A new start must be ahead, within MAX_AHEAD_YEARS; a replayed booking is answered as it was, whenever the replay comes. */
 function mustBeFuture(startsAt: Date | undefined): void {
-  if (startsAt && startsAt.getTime() <= Date.now()) throw new AppError('STARTS_AT_IN_PAST', 422, 'startsAt must be in the future');
+  if (!startsAt) return;
+  if (startsAt.getTime() <= Date.now()) throw new AppError('STARTS_AT_IN_PAST', 422, 'startsAt must be in the future');
+  if (startsAt.getTime() > Date.now() + MAX_AHEAD_MS) throw new AppError('STARTS_AT_TOO_FAR', 422, `startsAt must be within ${MAX_AHEAD_YEARS} years from now`);
 }
 
 /**
