@@ -52,7 +52,7 @@ async function remindWhile(id: string, startsAtMs: number, change: () => Promise
   let reminderId: string | null = null;
   const writer = tdb.db.$transaction(async (tx) => {
     // The repository only issues raw statements, which the transaction client runs alike.
-    reminderId = await createAppointmentsRepository(tx as unknown as Db).writeReminder(id, startsAtMs);
+    reminderId = (await createAppointmentsRepository(tx as unknown as Db).writeReminder(id, startsAtMs))?.id ?? null;
     written.open();
     await release.promise;
   });

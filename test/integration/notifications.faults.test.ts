@@ -379,6 +379,10 @@ describe("on a job's last attempt", () => {
       );
       expect(over).toBe(true);
       expect(job).toMatchObject({ state: 'pending', attempts: 0, payload: { notificationId: id, delivered: true } });
+      // Its own SENT mark fails too (6 tries of the call's delivery, then
+      // its own), on this last attempt: handed back, not dead.
+      expect(await waitFor(async () => (await fault.failures()) >= 7, 10_000, 20)).toBe(true);
+      expect(await q.get(deliverJobId(id))).toMatchObject({ state: 'pending', attempts: 0, payload: { delivered: true } });
       await fault.heal(); // the database is back
       expect(await w.jobOutcome(id, 15_000)).toBe('done');
       expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
@@ -406,6 +410,30 @@ describe("on a job's last attempt", () => {
       expect(await w.jobOutcome(id, 15_000)).toBe('done');
       expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
       expect(w.deliveredTo(id)).toHaveLength(1);
+      expect(w.callsTo(id)).toBe(1);
+    } finally {
+      await fault.heal();
+    }
+  });
+
+  it('keeps the SENT mark waiting in its job when the slot is left and held again meanwhile: the receiver is not called again', async () => {
+    w.hook.setBehaviour(() => ({ slowMs: 300, then: 'ok' }));
+    const a = slot(480);
+    const b = slot(540);
+    const fault = await failNotificationWrites(w.db, { write: 'sent', of: { recipient: 'taken-back@example.com' } });
+    try {
+      const appt = await w.book('taken-back', a);
+      const id = await w.reminderOf(appt, a);
+      const q = w.notifications().queue;
+      expect(await waitFor(async () => ((await q.get(deliverJobId(id)))?.payload as { delivered?: boolean } | undefined)?.delivered === true, 10_000, 20)).toBe(
+        true,
+      );
+      await w.move(appt, b); // withdraws the row (still SENDING)
+      await w.move(appt, a); // held again: its withdrawal lifted by the remind job
+      expect(await waitFor(async () => (await w.row(id)).withdrawnAt === null, 5_000, 20)).toBe(true);
+      await fault.heal();
+      expect(await w.jobOutcome(id, 15_000)).toBe('done');
+      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
       expect(w.callsTo(id)).toBe(1);
     } finally {
       await fault.heal();

@@ -64,7 +64,7 @@ it('a reminder taken back whose fresh dispatch was lost is still delivered', asy
   // the worker dies before the dispatch (DB steps only, as that job would run them).
   const repo = createAppointmentsRepository(tdb.db);
   await repo.reschedule(id, new Date(a), null);
-  expect(await repo.writeReminder(id, Date.parse(a))).toBe(n);
+  expect(await repo.writeReminder(id, Date.parse(a))).toEqual({ id: n, fresh: true });
   // The remind job comes back (its lease ran out) and does what it does on a redelivery.
   const appts = mod('appointments') as ServiceModule & { service: { remind(id: string, ms: number): Promise<{ kind: string }> } };
   expect((await appts.service.remind(id, Date.parse(a))).kind).toBe('already_written');

@@ -8,8 +8,10 @@
 // The faults a command can inject, each on this world's own pieces only:
 // a worker killed (SIGKILL) and started again, Redis hung (SIGSTOP/SIGCONT),
 // Redis crashed and restarted losing its latest writes (the AOF cut back),
-// every PostgreSQL connection of the service terminated, and every open Redis
-// connection gone silent (a path that drops packets without a reset).
+// every PostgreSQL connection of the service terminated, the database
+// refusing every connection for 3 s (an outage: a SENT mark outlasts its
+// retries), and every open Redis connection gone silent (a path that drops
+// packets without a reset).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +30,9 @@ import { makeApiKey } from '../helpers/service.js';
 export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody', 'hang', 'reject'] as const;
 export type ReceiverKind = (typeof RECEIVER_KINDS)[number];
 
-export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis'] as const;
+export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis', 'pgOutage'] as const;
+/** How long the database refuses every connection in a `pgOutage`: past the ~2 s a SENT mark is retried for. */
+const PG_OUTAGE_MS = 3_000;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Short timings, so a run's deadlines, retries and repairs take seconds. */
@@ -171,6 +175,16 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${tdb.name}' AND pid <> pg_backend_pid()`);
   }
 
+  async function pgOutage(): Promise<void> {
+    await adminQuery(`ALTER DATABASE "${tdb.name}" ALLOW_CONNECTIONS false`);
+    try {
+      await terminatePg();
+      await sleep(PG_OUTAGE_MS);
+    } finally {
+      await adminQuery(`ALTER DATABASE "${tdb.name}" ALLOW_CONNECTIONS true`);
+    }
+  }
+
   return {
     http,
     db: tdb.db,
@@ -203,6 +217,8 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
           case 'silenceRedis':
             proxy.silence();
             return;
+          case 'pgOutage':
+            return await pgOutage();
         }
       } finally {
         span.to = Date.now();

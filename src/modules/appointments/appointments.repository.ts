@@ -161,17 +161,23 @@ export function createAppointmentsRepository(db: Db) {
      * attempt (FAILED if the receiver refused it: refused while withdrawn, or
      * before); one still being sent loses its withdrawal. A slot's reminder
      * that was SENT (or is PENDING) stays as it is: one per slot. Returns the
-     * id of a reminder written or taken back, null when none was.
+     * reminder written or taken back (`fresh`: new, or CANCELLED before, so
+     * its delivery starts from the first attempt; otherwise its delivery job,
+     * if any, is still its own: a call running, or one whose receiver took it
+     * and whose SENT mark waits in that job), null when none was.
      */
-    async writeReminder(id: string, startsAtMs: number): Promise<string | null> {
-      const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+    async writeReminder(id: string, startsAtMs: number): Promise<{ id: string; fresh: boolean } | null> {
+      const rows = await db.$queryRawUnsafe<{ id: string; fresh: boolean }[]>(
         `WITH a AS (
            SELECT id, customer_id, contact, channel, starts_at FROM appointments
             -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
             WHERE id = $1::uuid AND status = 'BOOKED' AND floor(extract(epoch FROM starts_at) * 1000)::bigint = $2::bigint
               AND remind_at <= now()
             FOR UPDATE
-         )
+         ),
+         -- Before this statement (CANCELLED is final but for this take-back,
+         -- which the appointment's lock above serialises).
+         was AS (SELECT status FROM notifications WHERE dedupe_key = $3)
          ${REMINDER}
          ON CONFLICT (dedupe_key) DO UPDATE
             SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
@@ -180,12 +186,12 @@ export function createAppointmentsRepository(db: Db) {
                 last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
                 withdrawn_at = NULL
           WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
-         RETURNING id`,
+         RETURNING id, COALESCE((SELECT status = 'CANCELLED' FROM was), true) AS fresh`,
         id,
         startsAtMs,
         dedupeKey.appointmentReminder(id, startsAtMs),
       );
-      return rows[0]?.id ?? null;
+      return rows[0] ?? null;
     },
 
     /** How long until the appointment's remind time by the database clock (ms, 0 when passed); null when it does not exist. */

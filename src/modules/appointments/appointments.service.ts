@@ -98,9 +98,12 @@ export function createAppointmentsService(d: {
   async function remind(appointmentId: string, startsAtMs: number): Promise<RemindResult> {
     const written = await repo.writeReminder(appointmentId, startsAtMs);
     if (written) {
-      // Fresh: a reminder taken back from a withdrawal may still have the job
-      // of its earlier delivery (dead, or waiting out a backoff).
-      await d.dispatch([written], { fresh: true });
+      // Fresh: a reminder taken back from CANCELLED may still have the job of
+      // its earlier delivery (dead, or waiting out a backoff). One whose
+      // withdrawal is merely lifted keeps its job: a call may be running, or
+      // the receiver took it and that job holds its SENT mark (replacing it
+      // would call the receiver again).
+      await d.dispatch([written.id], written.fresh ? { fresh: true } : undefined);
       return { kind: 'written' };
     }
     // A withdrawn reminder does not count: its slot is not held now (or the

@@ -48,8 +48,15 @@ export function notificationsJobHandlers(deps: {
       const p = deliverPayload.safeParse(job.payload);
       if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
       if (p.data.delivered) {
-        await repo.markSent(p.data.notificationId);
-        return;
+        // What it knows must not die with the job's attempts (a long database
+        // outage): handed back, no attempt used, until the mark is made.
+        try {
+          await repo.markSent(p.data.notificationId);
+          return;
+        } catch (err) {
+          log.error({ err, notificationId: p.data.notificationId }, 'notification delivered; its SENT mark failed again');
+          return { retryInMs: deps.sendingStaleMs };
+        }
       }
       // The whole call must fit in our lease, or another worker would take the
       // job and call the receiver a second time beside us (the config keeps the
@@ -89,20 +96,21 @@ export function notificationsJobHandlers(deps: {
         throw err;
       }
       // The receiver has it: the record must say so. If the database stays
-      // away (or shutdown's grace ends), what this delivery knows must outlive
-      // it: its job is replaced (this delivery fenced) by one that only
-      // records SENT, with the job type's retries, so the row is neither
-      // called again nor, if its subject withdraws it meanwhile, ended
-      // CANCELLED as a call of unknown outcome. Only when Redis fails too does
+      // away (or a write fails as shutdown's grace ends), what this delivery
+      // knows must outlive it: its job is replaced (this delivery fenced;
+      // whatever state the job is in: the receiver took this notification) by
+      // one that only records SENT, so the row is neither called again nor,
+      // if its subject withdraws it meanwhile, ended CANCELLED as a call of
+      // unknown outcome. Only when Redis fails too (or loses that write) does
       // the job come back blind (no attempt used): it finds the row SENDING
       // past its call and, its outcome unknown, sends once more.
       try {
         await persistently(() => repo.markSent(n.id), ctx);
       } catch (err) {
         const kept = await deps.queue
-          .schedule({ id: job.id, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId: n.id, delivered: true }, mode: 'xx' })
+          .schedule({ id: job.id, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId: n.id, delivered: true }, mode: 'upsert' })
           .catch(() => null);
-        if (kept?.status === 'updated') {
+        if (kept) {
           log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
           return;
         }
