@@ -15,6 +15,8 @@ export type Received = {
   headers: Record<string, string>;
   /** How the receiver chose to answer it. */
   answer?: 'ok' | 'fail' | 'hang' | 'reject';
+  /** When a success's status line went out (for a delivered call). */
+  answeredAt?: number;
 };
 /**
  * 'ok' 204, 'fail' 503, 'reject' 400, 'hang' never answers, { slowMs, then }
@@ -61,7 +63,9 @@ export async function startWebhook(initial: Behaviour = () => 'ok'): Promise<Web
       res.writeHead(200, { 'content-type': 'text/plain' });
       // The status line is the answer: once it is out, the receiver has taken it.
       res.write('accepted', (err) => {
-        if (!err) delivered.push(got);
+        if (err) return;
+        got.answeredAt = Date.now();
+        delivered.push(got);
       });
       setTimeout(() => {
         if (!res.destroyed) res.end();
@@ -77,7 +81,11 @@ export async function startWebhook(initial: Behaviour = () => 'ok'): Promise<Web
       if (req.socket.destroyed || res.destroyed) return;
     }
     res.statusCode = STATUS[outcome];
-    if (outcome === 'ok') res.once('finish', () => delivered.push(got));
+    if (outcome === 'ok')
+      res.once('finish', () => {
+        got.answeredAt = Date.now();
+        delivered.push(got);
+      });
     res.end();
   }
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
