@@ -83,3 +83,33 @@ describe('withdrawing a reminder written while its slot changes', () => {
     expect(n.status).toBe('CANCELLED');
   });
 });
+
+describe('taking a reminder back while the delivery side ends it', () => {
+  it('says fresh when the row it takes back was ended CANCELLED while the take-back waited for the appointment (its old job is gone or dead)', async () => {
+    const repo = createAppointmentsRepository(tdb.db);
+    const a = await dueAppointment(repo);
+    const first = await repo.writeReminder(a.id, a.startsAtMs);
+    expect(first).toMatchObject({ fresh: true });
+    const id = first!.id;
+    // Withdrawn during a call that never recorded its outcome (its worker died).
+    await tdb.db.$executeRawUnsafe(`UPDATE notifications SET status = 'SENDING', sending_at = now(), withdrawn_at = now() WHERE id = $1::uuid`, id);
+    const release = gate();
+    const locked = gate();
+    const holder = tdb.db.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`SELECT 1 FROM appointments WHERE id = $1::uuid FOR UPDATE`, a.id);
+      locked.open();
+      await release.promise;
+    });
+    await locked.promise;
+    // The slot held again: the take-back's statement starts, and waits for the appointment.
+    const takeBack = repo.writeReminder(a.id, a.startsAtMs);
+    expect(await waitFor(async () => (await lockWaiters(tdb.db)) > 0, 5_000, 20)).toBe(true);
+    // Meanwhile the relay gives the row up as withdrawn (its job died): CANCELLED.
+    await tdb.db.$executeRawUnsafe(`UPDATE notifications SET status = 'CANCELLED' WHERE id = $1::uuid`, id);
+    release.open();
+    await holder;
+    // Taken back from CANCELLED: a fresh delivery is owed (the row's job is dead), not one left to a job that is gone.
+    expect(await takeBack).toEqual({ id, fresh: true });
+    expect(await tdb.db.notification.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'PENDING', withdrawnAt: null, attempts: 0 });
+  });
+});

@@ -161,10 +161,11 @@ export function createAppointmentsRepository(db: Db) {
      * attempt (FAILED if the receiver refused it: refused while withdrawn, or
      * before); one still being sent loses its withdrawal. A slot's reminder
      * that was SENT (or is PENDING) stays as it is: one per slot. Returns the
-     * reminder written or taken back (`fresh`: new, or CANCELLED before, so
-     * its delivery starts from the first attempt; otherwise its delivery job,
-     * if any, is still its own: a call running, or one whose receiver took it
-     * and whose SENT mark waits in that job), null when none was.
+     * reminder written or taken back (`fresh`: PENDING now, new or taken back
+     * from CANCELLED, so its delivery starts from the first attempt;
+     * otherwise SENDING, its delivery job still its own: a call running, or
+     * one whose receiver took it and whose SENT mark waits in that job; or
+     * FAILED, refused), null when none was.
      */
     async writeReminder(id: string, startsAtMs: number): Promise<{ id: string; fresh: boolean } | null> {
       const rows = await db.$queryRawUnsafe<{ id: string; fresh: boolean }[]>(
@@ -174,10 +175,7 @@ export function createAppointmentsRepository(db: Db) {
             WHERE id = $1::uuid AND status = 'BOOKED' AND floor(extract(epoch FROM starts_at) * 1000)::bigint = $2::bigint
               AND remind_at <= now()
             FOR UPDATE
-         ),
-         -- Before this statement (CANCELLED is final but for this take-back,
-         -- which the appointment's lock above serialises).
-         was AS (SELECT status FROM notifications WHERE dedupe_key = $3)
+         )
          ${REMINDER}
          ON CONFLICT (dedupe_key) DO UPDATE
             SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
@@ -186,7 +184,10 @@ export function createAppointmentsRepository(db: Db) {
                 last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
                 withdrawn_at = NULL
           WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
-         RETURNING id, COALESCE((SELECT status = 'CANCELLED' FROM was), true) AS fresh`,
+         -- PENDING after this statement: new, or taken back from CANCELLED (as
+         -- the row is when the update runs: the delivery side may end it
+         -- CANCELLED while this statement waits for the appointment's lock).
+         RETURNING id, status = 'PENDING' AS fresh`,
         id,
         startsAtMs,
         dedupeKey.appointmentReminder(id, startsAtMs),

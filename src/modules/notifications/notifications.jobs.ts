@@ -20,6 +20,8 @@ const deliverPayload = z.object({
   // one records SENT and calls nobody.
   delivered: z.literal(true).optional(),
 });
+/** A delivery that found its row's withdrawal lifted while it looked comes back this soon. */
+const LOOK_AGAIN_MS = 100;
 /** A delivery replaced by one that only records SENT is due this long after (the database has just failed for about 2 s). */
 const RECORD_AGAIN_MS = 1_000;
 
@@ -73,7 +75,9 @@ export function notificationsJobHandlers(deps: {
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };
-      if (c.kind === 'withdrawn') await repo.cancelWithdrawn(p.data.notificationId);
+      // A withdrawal lifted since the claim looked (the slot held again) left
+      // the row to this job: it looks again rather than end with it.
+      if (c.kind === 'withdrawn' && !(await repo.cancelWithdrawn(p.data.notificationId))) return { retryInMs: LOOK_AGAIN_MS };
       if (c.kind !== 'claimed') return;
       const n = c.row;
       try {

@@ -88,15 +88,18 @@ export function createNotificationsRepository(db: Db) {
      * A withdrawn row no call of which can still be running -> CANCELLED. For
      * one left SENDING by a delivery that died mid-call, whether that call got
      * through is unknown: it is not made again (a reminder must not reach a
-     * customer who gave up the slot), and `last_error` says so.
+     * customer who gave up the slot), and `last_error` says so. False when
+     * the row was not ended here (settled already, or no longer withdrawn: its
+     * slot held again meanwhile).
      */
-    async cancelWithdrawn(id: string): Promise<void> {
-      await db.$executeRaw`
+    async cancelWithdrawn(id: string): Promise<boolean> {
+      const n = await db.$executeRaw`
         UPDATE notifications
            SET status = 'CANCELLED',
                last_error = CASE WHEN status = 'SENDING' THEN 'withdrawn; the outcome of a call interrupted before it was recorded is unknown'
                                  ELSE last_error END
          WHERE id = ${id}::uuid AND withdrawn_at IS NOT NULL AND status IN ('PENDING', 'FAILED', 'SENDING')`;
+      return n === 1;
     },
 
     /**
