@@ -137,6 +137,22 @@ function deliveryWorld(tag: string, maxAttempts: number) {
       return state;
     },
 
+    /** True once the delivery of row `id` was replaced by one that only records SENT (its SENT mark kept in the job). */
+    waitForKeptMark: (id: string) =>
+      waitFor(
+        async () => ((await notifications().queue.get(deliverJobId(id)))?.payload as { delivered?: boolean } | undefined)?.delivered === true,
+        10_000,
+        20,
+      ),
+
+    /** Row `id` ends SENT after one call, taken once by the receiver, its job done. */
+    async expectSentOnce(id: string): Promise<void> {
+      expect(await this.jobOutcome(id, 15_000)).toBe('done');
+      expect(await row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
+      expect(deliveredTo(id)).toHaveLength(1);
+      expect(callsTo(id)).toBe(1);
+    },
+
     async runRelay(): Promise<void> {
       const relay = notifications().periodic.find((p) => p.id === 'notifications:relay');
       await relay!.run({ occurrence: Date.now(), signal: new AbortController().signal });
@@ -384,10 +400,7 @@ describe("on a job's last attempt", () => {
       expect(await waitFor(async () => (await fault.failures()) >= 7, 10_000, 20)).toBe(true);
       expect(await q.get(deliverJobId(id))).toMatchObject({ state: 'pending', attempts: 0, payload: { delivered: true } });
       await fault.heal(); // the database is back
-      expect(await w.jobOutcome(id, 15_000)).toBe('done');
-      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
-      expect(w.deliveredTo(id)).toHaveLength(1);
-      expect(w.callsTo(id)).toBe(1);
+      await w.expectSentOnce(id);
     } finally {
       await fault.heal();
     }
@@ -402,15 +415,9 @@ describe("on a job's last attempt", () => {
       const id = await w.reminderOf(appt, startsAt);
       await w.waitForCall(id);
       await w.cancel(appt); // withdrawn during the call
-      const q = w.notifications().queue;
-      expect(await waitFor(async () => ((await q.get(deliverJobId(id)))?.payload as { delivered?: boolean } | undefined)?.delivered === true, 10_000, 20)).toBe(
-        true,
-      );
+      expect(await w.waitForKeptMark(id)).toBe(true);
       await fault.heal();
-      expect(await w.jobOutcome(id, 15_000)).toBe('done');
-      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
-      expect(w.deliveredTo(id)).toHaveLength(1);
-      expect(w.callsTo(id)).toBe(1);
+      await w.expectSentOnce(id);
     } finally {
       await fault.heal();
     }
@@ -424,17 +431,12 @@ describe("on a job's last attempt", () => {
     try {
       const appt = await w.book('taken-back', a);
       const id = await w.reminderOf(appt, a);
-      const q = w.notifications().queue;
-      expect(await waitFor(async () => ((await q.get(deliverJobId(id)))?.payload as { delivered?: boolean } | undefined)?.delivered === true, 10_000, 20)).toBe(
-        true,
-      );
+      expect(await w.waitForKeptMark(id)).toBe(true);
       await w.move(appt, b); // withdraws the row (still SENDING)
       await w.move(appt, a); // held again: its withdrawal lifted by the remind job
       expect(await waitFor(async () => (await w.row(id)).withdrawnAt === null, 5_000, 20)).toBe(true);
       await fault.heal();
-      expect(await w.jobOutcome(id, 15_000)).toBe('done');
-      expect(await w.row(id)).toMatchObject({ status: 'SENT', attempts: 1 });
-      expect(w.callsTo(id)).toBe(1);
+      await w.expectSentOnce(id);
     } finally {
       await fault.heal();
     }
