@@ -308,6 +308,29 @@ describe('after a refusal', () => {
     });
   };
 
+  it('keeps a refusal the database would not take in its job: not called again once its call looks stale, FAILED and dead once recorded (soak counterexample)', async () => {
+    w.hook.setBehaviour(() => 'reject');
+    const id = await w.orderNotification('refusal-kept');
+    const fault = await failNotificationWrites(w.db, { write: 'failure', of: { id } });
+    try {
+      const q = w.notifications().queue;
+      await scheduleDeliveries(q, [id]);
+      expect(await waitFor(async () => ((await q.get(deliverJobId(id)))?.payload as { refused?: string } | undefined)?.refused !== undefined, 10_000, 20)).toBe(
+        true,
+      );
+      // Past the time its call would look stale (the call's timeout plus 5 s), still uncalled.
+      await new Promise((r) => setTimeout(r, TIMEOUT_MS + 5_500));
+      expect(w.callsTo(id)).toBe(1);
+      expect(await w.row(id)).toMatchObject({ status: 'SENDING' });
+      await fault.heal();
+      expect(await w.jobOutcome(id, 15_000)).toBe('dead');
+      expect(await w.row(id)).toMatchObject({ status: 'FAILED', refused: true, attempts: 1 });
+      expect(w.callsTo(id)).toBe(1);
+    } finally {
+      await fault.heal();
+    }
+  });
+
   it('records nothing about a call its own worker cut off (shutdown), even on the last attempt: the row stays SENDING, not an untrue FAILED', async () => {
     w.hook.setBehaviour(() => ({ slowMs: 2_000, then: 'reject' }));
     const id = await w.orderNotification('cut-off');

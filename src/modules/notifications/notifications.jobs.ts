@@ -4,6 +4,7 @@
 // notifications.reconcile.ts.)
 import { z } from 'zod';
 import type { Logger } from '../../core/logger.js';
+import type { NotificationStatus } from '../../core/outbox.js';
 import { NonRetryableError, type JobHandler, type Queue } from '../../queue/index.js';
 import type { Notifier } from './notifier.js';
 import type { NotificationsRepository } from './notifications.repository.js';
@@ -16,13 +17,16 @@ export const notificationIdOf = (jobId: string): string | null => DELIVER_JOB_ID
 
 const deliverPayload = z.object({
   notificationId: z.uuid(),
-  // The receiver took it in an earlier delivery whose SENT mark failed: this
-  // one records SENT and calls nobody.
+  // An earlier delivery's outcome the database would not take then, kept in
+  // the job: the receiver took it (records SENT), or refused it (records the
+  // refusal, this error). Such a delivery calls nobody.
   delivered: z.literal(true).optional(),
+  refused: z.string().max(1_000).optional(),
 });
+type KeptOutcome = { delivered: true } | { refused: string };
 /** A delivery that found its row's withdrawal lifted while it looked comes back this soon. */
 const LOOK_AGAIN_MS = 100;
-/** A delivery replaced by one that only records SENT is due this long after (the database has just failed for about 2 s). */
+/** A delivery replaced by one that only records its outcome is due this long after (the database has just failed for about 2 s). */
 const RECORD_AGAIN_MS = 1_000;
 
 /**
@@ -45,20 +49,31 @@ export function notificationsJobHandlers(deps: {
   sendingStaleMs: number;
 }): Record<string, JobHandler> {
   const { repo, notifier, log } = deps;
+  /** Replaces the delivery's job (fencing this delivery) by one that only records `outcome`; false when Redis would not take it either. */
+  const keep = (jobId: string, notificationId: string, outcome: KeptOutcome) =>
+    deps.queue
+      .schedule({ id: jobId, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId, ...outcome }, mode: 'upsert' })
+      .then(() => true)
+      .catch(() => false);
   return {
     [DELIVER_JOB]: async (job, ctx) => {
       const p = deliverPayload.safeParse(job.payload);
       if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      if (p.data.delivered) {
+      const { notificationId, delivered, refused: refusal } = p.data;
+      if (delivered || refusal !== undefined) {
         // What it knows must not die with the job's attempts (a long database
-        // outage): handed back, no attempt used, until the mark is made.
+        // outage): handed back, no attempt used, until it is recorded.
+        let status: NotificationStatus | null = null;
         try {
-          await repo.markSent(p.data.notificationId);
-          return;
+          if (delivered) await repo.markSent(notificationId);
+          else status = await repo.recordFailure(notificationId, refusal!, true, true);
         } catch (err) {
-          log.error({ err, notificationId: p.data.notificationId }, 'notification delivered; its SENT mark failed again');
+          log.error({ err, notificationId }, 'notification outcome still not recorded; trying again later');
           return { retryInMs: deps.sendingStaleMs };
         }
+        // A refusal ends in the dead set, as when it was recorded at once (an operator may redrive it).
+        if (status === 'FAILED') throw new NonRetryableError(refusal!);
+        return;
       }
       // The whole call must fit in our lease, or another worker would take the
       // job and call the receiver a second time beside us (the config keeps the
@@ -93,7 +108,20 @@ export function notificationsJobHandlers(deps: {
         const refused = err instanceof NonRetryableError;
         const final = refused || job.lastAttempt;
         const text = err instanceof Error ? err.message : String(err);
-        const status = await persistently(() => repo.recordFailure(n.id, text, final, refused), ctx);
+        let status: NotificationStatus | null;
+        try {
+          status = await persistently(() => repo.recordFailure(n.id, text, final, refused), ctx);
+        } catch (dbErr) {
+          // A refusal is final: kept in the job like a SENT mark, or the row,
+          // left SENDING, would be called again once its call looked stale
+          // (notifications soak seed 302744025: a 400 during a database outage,
+          // called again 5.6 s later). A failure to retry anyway needs no keeping.
+          if (refused && (await keep(job.id, n.id, { refused: text.slice(0, 1_000) }))) {
+            log.error({ err: dbErr, notificationId: n.id }, 'notification refused but the refusal not recorded; recording it later');
+            return;
+          }
+          throw dbErr;
+        }
         log.warn({ notificationId: n.id, attempts: job.attempts, status, error: text }, 'notification delivery failed');
         // Withdrawn while we called: nothing left to retry.
         if (status === 'CANCELLED') return;
@@ -111,10 +139,7 @@ export function notificationsJobHandlers(deps: {
       try {
         await persistently(() => repo.markSent(n.id), ctx);
       } catch (err) {
-        const kept = await deps.queue
-          .schedule({ id: job.id, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId: n.id, delivered: true }, mode: 'upsert' })
-          .catch(() => null);
-        if (kept) {
+        if (await keep(job.id, n.id, { delivered: true })) {
           log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
           return;
         }
