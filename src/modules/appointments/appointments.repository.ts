@@ -162,10 +162,10 @@ export function createAppointmentsRepository(db: Db) {
      * before); one still being sent loses its withdrawal. A slot's reminder
      * that was SENT (or is PENDING) stays as it is: one per slot. Returns the
      * reminder written or taken back (`fresh`: PENDING now, new or taken back
-     * from CANCELLED, so its delivery starts from the first attempt;
-     * otherwise SENDING, its delivery job still its own: a call running, or
-     * one whose receiver took it and whose SENT mark waits in that job; or
-     * FAILED, refused), null when none was.
+     * from CANCELLED, so its delivery starts from the first attempt, or
+     * FAILED, refused, so a job puts it in the dead set; otherwise SENDING,
+     * its delivery job still its own: a call running, or one whose receiver
+     * took it and whose SENT mark waits in that job), null when none was.
      */
     async writeReminder(id: string, startsAtMs: number): Promise<{ id: string; fresh: boolean } | null> {
       const rows = await db.$queryRawUnsafe<{ id: string; fresh: boolean }[]>(
@@ -186,8 +186,11 @@ export function createAppointmentsRepository(db: Db) {
           WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
          -- PENDING after this statement: new, or taken back from CANCELLED (as
          -- the row is when the update runs: the delivery side may end it
-         -- CANCELLED while this statement waits for the appointment's lock).
-         RETURNING id, status = 'PENDING' AS fresh`,
+         -- CANCELLED while this statement waits for the appointment's lock);
+         -- FAILED, refused: a fresh job finds it FAILED and goes to the dead
+         -- set uncalled, where an operator can redrive it (its old job may be
+         -- acked by now, leaving none).
+         RETURNING id, status IN ('PENDING', 'FAILED') AS fresh`,
         id,
         startsAtMs,
         dedupeKey.appointmentReminder(id, startsAtMs),
