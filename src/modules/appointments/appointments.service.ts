@@ -99,10 +99,10 @@ export function createAppointmentsService(d: {
     const written = await repo.writeReminder(appointmentId, startsAtMs);
     if (written) {
       // Fresh: a reminder taken back from CANCELLED may still have the job of
-      // its earlier delivery (dead, or waiting out a backoff). One whose
-      // withdrawal is merely lifted keeps its job: a call may be running, or
-      // the receiver took it and that job holds its SENT mark (replacing it
-      // would call the receiver again).
+      // its earlier delivery (dead, or waiting out a backoff); a refused one
+      // (FAILED) needs a job to reach the dead set. One still SENDING keeps
+      // its job: a call may be running, or the receiver took it and that job
+      // holds its SENT mark (replacing it would call the receiver again).
       await d.dispatch([written.id], written.fresh ? { fresh: true } : undefined);
       return { kind: 'written' };
     }

@@ -101,9 +101,9 @@ export function notificationsJobHandlers(deps: {
         // Cut off by our own side (shutdown's grace ended; the signal is
         // shutdown's, a lost lease does not abort a call): whether the call
         // reached the receiver is unknown, so nothing is recorded. The row
-        // stays SENDING; the delivery that comes next
-        // waits out the call and sends once more (the receiver drops a repeat
-        // by its Idempotency-Key), rather than a FAILED that may be untrue.
+        // stays SENDING; the delivery that comes next waits out the call and
+        // sends once more (the receiver drops a repeat by its
+        // Idempotency-Key), rather than a FAILED that may be untrue.
         if (ctx.signal.aborted) throw err;
         const refused = err instanceof NonRetryableError;
         const final = refused || job.lastAttempt;
