@@ -249,6 +249,19 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
         10_000,
         100,
       );
+      // A connection silenced by the last run and idle since is found dead
+      // only at its next command: readiness pings Redis through the API's, so
+      // a run does not start with the last run's fault still in the service
+      // (appointments soak seed 307606476: the API's silent connection found
+      // by the next run's first booking, its reminder written by the pass).
+      await waitFor(
+        () =>
+          fetch(`http://127.0.0.1:${port}/readyz`)
+            .then((r) => r.status === 200)
+            .catch(() => false),
+        15_000,
+        100,
+      );
     },
     crashed() {
       return [api, ...pool].flatMap((c) => {
