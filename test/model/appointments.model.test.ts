@@ -22,8 +22,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, problems, runSuite, settled } from './runner.js';
-import { type FaultSpan, MODEL_TIMINGS, RECEIVER_KINDS, type World, mayHaveTimedOut, startWorld } from './world.js';
+import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
+import { type FaultSpan, MODEL_TIMINGS, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 const EPS_MS = 100;
 const SETTLE_MS = 60_000;
@@ -310,9 +310,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       if (got > 0) counts.delivered++;
       if (got > 1) {
         counts.deliveredTwice++;
-        const first = r.world.webhook.delivered.find((c) => c.body.id === n.id)!;
-        if (!r.run.mayRepeat && !mayHaveTimedOut(first))
-          p.add(`appointment ${a.id}: reminder ${n.id} taken ${got} times without a fault that could cut a send off`);
+        if (!repeatExplained(r, n.id)) p.add(`appointment ${a.id}: reminder ${n.id} taken ${got} times without a fault that could cut a send off`);
       }
       // A refusal is final (no operator redrives here), whatever moves follow,
       // unless a fault cut the worker off before it recorded the refusal.

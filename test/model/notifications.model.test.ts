@@ -15,8 +15,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
 import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, problems, receivers, runSuite, settled } from './runner.js';
-import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, mayHaveTimedOut, startWorld } from './world.js';
+import { type Real, Step, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
+import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 const SETTLE_MS = 60_000;
 
@@ -152,7 +152,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       const after = calls.filter((c) => c.at > first).length;
       if (taken.length > 1 || after > 0) {
         counts.deliveredTwice++;
-        if (!r.run.mayRepeat && !mayHaveTimedOut(taken[0]!)) p.add(`notification ${n.id}: called ${after} times after the receiver took it`);
+        if (!repeatExplained(r, n.id)) p.add(`notification ${n.id}: called ${after} times after the receiver took it`);
       }
     } else {
       counts.failed++;

@@ -14,8 +14,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, problems, runSuite, settled } from './runner.js';
-import { type World, mayHaveTimedOut, startWorld } from './world.js';
+import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
+import { type World, startWorld } from './world.js';
 
 // Two clocks meet here (this process's and PostgreSQL's, one host) and a
 // request's moment in the database lies between its send and its answer.
@@ -247,8 +247,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
     if (got > 0) counts.delivered++;
     if (got > 1) {
       counts.deliveredTwice++;
-      const first = r.world.webhook.delivered.find((c) => c.body.id === n.id)!;
-      if (!r.run.mayRepeat && !mayHaveTimedOut(first)) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
+      if (!repeatExplained(r, n.id)) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
     }
   }
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);

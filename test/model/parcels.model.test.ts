@@ -20,8 +20,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, problems, runSuite, settled } from './runner.js';
-import { MODEL_TIMINGS, type World, mayHaveTimedOut, startWorld } from './world.js';
+import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
+import { MODEL_TIMINGS, type World, startWorld } from './world.js';
 
 // Three clocks meet here (this process's, PostgreSQL's, Redis's, one host) and a
 // request's moment in the database lies between its send and its answer.
@@ -393,8 +393,7 @@ function checkDelivery(note: NoteRow | undefined, sent: Sent[], r: Real, p: Prob
   if (mine.length > 0) counts.delivered++;
   if (mine.length > 1) {
     counts.deliveredTwice++;
-    const first = r.world.webhook.delivered.find((c) => c.body.id === note.id)!;
-    if (!r.run.mayRepeat && !mayHaveTimedOut(first)) p.add(`notice ${note.id}: taken ${mine.length} times without a fault that could cut a send off`);
+    if (!repeatExplained(r, note.id)) p.add(`notice ${note.id}: taken ${mine.length} times without a fault that could cut a send off`);
   }
 }
 

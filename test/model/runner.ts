@@ -12,9 +12,20 @@
 // suite stops there, as failed; default 20 minutes: raise it for a long soak).
 // The summary line of each suite says how many runs and operations it covered.
 import fc from 'fast-check';
-import { FAULT_KINDS, type FaultKind, RECEIVER_KINDS, type ReceiverKind, type RunLog, type World } from './world.js';
+import { FAULT_KINDS, type FaultKind, RECEIVER_KINDS, type ReceiverKind, type RunLog, type World, mayHaveTimedOut } from './world.js';
 
 export type Real = { world: World; run: RunLog; tag: string };
+
+/**
+ * Whether the receiver taking notification `id` more than once is explained:
+ * by a fault that can cut a send off (the run's), or by its first success
+ * having perhaps reached the service after the call's timeout.
+ */
+export function repeatExplained(r: Real, id: string): boolean {
+  if (r.run.mayRepeat) return true;
+  const first = r.world.webhook.delivered.find((c) => c.body.id === id);
+  return first !== undefined && mayHaveTimedOut(first);
+}
 
 /** A command of a domain suite: `act` does it to the world and checks the answers against the model. */
 export abstract class Step<M extends object> implements fc.AsyncCommand<M, Real> {

@@ -31,9 +31,9 @@ export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody'
 export type ReceiverKind = (typeof RECEIVER_KINDS)[number];
 
 export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis', 'pgOutage'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
 /** How long the database refuses every connection in a `pgOutage`: past the ~2 s a SENT mark is retried for. */
 const PG_OUTAGE_MS = 3_000;
-export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Short timings, so a run's deadlines, retries and repairs take seconds. */
 export const MODEL_TIMINGS = {

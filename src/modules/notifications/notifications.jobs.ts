@@ -86,13 +86,13 @@ export function notificationsJobHandlers(deps: {
       // last writes; a busy hand-back refunded its attempt) or one that
       // replaced it (a reminder taken back while its refused call ran): the
       // receiver already refused it, so the job goes to the dead set, uncalled.
-      const c = await repo.claim(p.data.notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt) });
-      if (c.kind === 'failed') throw new NonRetryableError(`notification ${p.data.notificationId} is FAILED; a redrive sends it again`);
+      const c = await repo.claim(notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt) });
+      if (c.kind === 'failed') throw new NonRetryableError(`notification ${notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };
       // A withdrawal lifted since the claim looked (the slot held again) left
       // the row to this job: it looks again rather than end with it.
-      if (c.kind === 'withdrawn' && !(await repo.cancelWithdrawn(p.data.notificationId))) return { retryInMs: LOOK_AGAIN_MS };
+      if (c.kind === 'withdrawn' && !(await repo.cancelWithdrawn(notificationId))) return { retryInMs: LOOK_AGAIN_MS };
       if (c.kind !== 'claimed') return;
       const n = c.row;
       try {
