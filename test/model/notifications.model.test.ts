@@ -152,7 +152,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       const after = calls.filter((c) => c.at > first).length;
       if (taken.length > 1 || after > 0) {
         counts.deliveredTwice++;
-        if (!repeatExplained(r, n.id)) p.add(`notification ${n.id}: called ${after} times after the receiver took it`);
+        if (!repeatExplained(r, n)) p.add(`notification ${n.id}: called ${after} times after the receiver took it`);
       }
     } else {
       counts.failed++;

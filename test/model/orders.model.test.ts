@@ -247,7 +247,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
     if (got > 0) counts.delivered++;
     if (got > 1) {
       counts.deliveredTwice++;
-      if (!repeatExplained(r, n.id)) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
+      if (!repeatExplained(r, n)) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
     }
   }
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);

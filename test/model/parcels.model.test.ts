@@ -393,7 +393,7 @@ function checkDelivery(note: NoteRow | undefined, sent: Sent[], r: Real, p: Prob
   if (mine.length > 0) counts.delivered++;
   if (mine.length > 1) {
     counts.deliveredTwice++;
-    if (!repeatExplained(r, note.id)) p.add(`notice ${note.id}: taken ${mine.length} times without a fault that could cut a send off`);
+    if (!repeatExplained(r, note)) p.add(`notice ${note.id}: taken ${mine.length} times without a fault that could cut a send off`);
   }
 }
 
