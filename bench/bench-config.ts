@@ -4,11 +4,16 @@ import { randomBytes } from 'node:crypto';
 
 export const SCENARIOS = ['enqueue', 'memory', 'claim1', 'claim50', 'lateness1', 'lateness4'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
-export const ENGINES = ['ours', 'bullmq'] as const;
+export const ENGINES = ['ours', 'bullmq', 'pgboss', 'graphile'] as const;
 export type EngineName = (typeof ENGINES)[number];
+/** The peers that keep their jobs in PostgreSQL (their figures need BENCH_DATABASE_URL). */
+export const POSTGRES_ENGINES: readonly EngineName[] = ['pgboss', 'graphile'];
+export const ENGINE_LABEL: Record<EngineName, string> = { ours: 'Ours', bullmq: 'BullMQ', pgboss: 'pg-boss', graphile: 'graphile-worker' };
 
 export type BenchConfig = {
   readonly redisUrl: string;
+  /** Where the PostgreSQL peers keep their jobs (a database of its own; the run makes it when missing). */
+  readonly databaseUrl: string;
   readonly scale: number;
   readonly engines: readonly EngineName[];
   readonly scenarios: readonly Scenario[];
@@ -55,6 +60,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   const count = (n: number) => Math.max(10, Math.round(n * scale));
   return {
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    databaseUrl: env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/ots_bench',
     scale,
     engines: list(env.BENCH_ONLY, ENGINES, 'BENCH_ONLY'),
     scenarios: list(env.BENCH_SCENARIOS, SCENARIOS, 'BENCH_SCENARIOS'),

@@ -1,9 +1,13 @@
-// The one shape both queues take in the benchmark, so every scenario runs the
-// same code against our engine and against BullMQ.
+// The one shape every queue takes in the benchmark, so every scenario runs the
+// same code against our engine and its peers (BullMQ on Redis; pg-boss and
+// graphile-worker on PostgreSQL).
 import type { EngineName } from './bench-config.js';
 
 /** Where a benchmark queue lives: enough for a child process to open the same queue. */
 export type QueueIds = { readonly engine: EngineName; readonly name: string; readonly prefix: string };
+
+/** Where the engines keep their jobs. */
+export type BenchStores = { readonly redisUrl: string; readonly databaseUrl: string };
 
 export type WorkerHooks = {
   /**
@@ -24,8 +28,15 @@ export type BenchWorker = {
 
 export type BenchQueue = {
   readonly ids: QueueIds;
-  /** SCAN pattern covering every key of this queue (and nothing else). */
-  readonly keyPattern: string;
+  /** Where its jobs live: a Redis engine's memory figure also reads INFO used_memory. */
+  readonly store: 'redis' | 'postgres';
+  /** Connects and installs what the engine needs (schema, queue); awaited before any other call. */
+  init(): Promise<void>;
+  /**
+   * What the queue's storage holds now: MEMORY USAGE summed over its keys
+   * (Redis), or its tables with their indexes and TOAST (PostgreSQL).
+   */
+  storage(): Promise<{ objects: number; bytes: number }>;
   /** Adds jobs due `delayMs` after now (job n gets a business id derived from n). */
   addDelayed(jobs: readonly { n: number; delayMs: number }[]): Promise<void>;
   /** Adds jobs due at absolute times (ms since epoch). */
@@ -35,7 +46,7 @@ export type BenchQueue = {
   /** Jobs waiting (due or not), running, and unacknowledged. */
   counts(): Promise<{ waiting: number; active: number }>;
   prepareWorker(concurrency: number, hooks: WorkerHooks): Promise<BenchWorker>;
-  /** Deletes every key of the queue. */
+  /** Deletes every key (or the schema) of the queue. */
   drop(): Promise<void>;
   /** Closes connections (does not delete keys). */
   close(): Promise<void>;

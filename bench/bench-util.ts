@@ -72,16 +72,31 @@ export async function deleteKeys(redis: Redis, match: string): Promise<number> {
   return n;
 }
 
-/** UNLINKs every key matching any of `patterns` over a short-lived connection (works after the queue closed). */
-export async function dropKeys(redisUrl: string, ...patterns: string[]): Promise<number> {
-  const r = new Redis(redisUrl, { connectionName: 'bench-cleanup', maxRetriesPerRequest: null });
+/** Runs `fn` on a short-lived connection of its own (works after the queue closed). */
+async function withRedis<T>(redisUrl: string, fn: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis(redisUrl, { connectionName: 'bench-admin', maxRetriesPerRequest: null });
   try {
-    let n = 0;
-    for (const p of patterns) n += await deleteKeys(r, p);
-    return n;
+    return await fn(r);
   } finally {
     r.disconnect();
   }
+}
+
+/** UNLINKs every key matching any of `patterns`; returns how many. */
+export function dropKeys(redisUrl: string, ...patterns: string[]): Promise<number> {
+  return withRedis(redisUrl, async (r) => {
+    let n = 0;
+    for (const p of patterns) n += await deleteKeys(r, p);
+    return n;
+  });
+}
+
+/** keysMemory over a connection of its own, in the shape of BenchQueue.storage(). */
+export function keysStorage(redisUrl: string, match: string): Promise<{ objects: number; bytes: number }> {
+  return withRedis(redisUrl, async (r) => {
+    const m = await keysMemory(r, match);
+    return { objects: m.keys, bytes: m.bytes };
+  });
 }
 
 /** Resolves when `check` is true, polling every `everyMs`; rejects after `timeoutMs`. */

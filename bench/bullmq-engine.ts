@@ -1,12 +1,15 @@
 // BullMQ behind the benchmark's BenchQueue shape, used its fastest documented
-// way: Queue.addBulk (with `delay` for delayed jobs), a Worker with
-// concurrency, and removeOnComplete so a finished job leaves nothing behind
-// (as our ack does).
+// way: Queue.addBulk (with `delay` for delayed jobs) and a Worker with
+// concurrency. A finished job leaves nothing behind (as our ack does) through
+// the Worker's removeOnComplete / removeOnFail, BullMQ's documented place for
+// them. Set on each job instead, BullMQ stores them in every job's hash (744
+// against 364 B per delayed job when the throughput issue was filed): a
+// handicap this benchmark's runs before 2026-11-25 carried.
 import { Queue, Worker } from 'bullmq';
 import { type BenchQueue, type QueueIds, type WorkerHooks } from './bench-engine.js';
-import { PAYLOAD, dropKeys } from './bench-util.js';
+import { PAYLOAD, dropKeys, keysStorage } from './bench-util.js';
 
-const JOB_OPTS = { removeOnComplete: true, removeOnFail: true } as const;
+const REMOVE = { removeOnComplete: { count: 0 }, removeOnFail: { count: 0 } } as const;
 
 function connectionOf(url: string) {
   const u = new URL(url);
@@ -32,7 +35,7 @@ export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
         // Intended due time as BullMQ itself computes it: the job's timestamp plus its delay.
         onStart?.(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
       },
-      { connection, prefix: ids.prefix, concurrency, autorun: false },
+      { connection, prefix: ids.prefix, concurrency, autorun: false, ...REMOVE },
     );
     workers.push(worker);
     const onCompleted = hooks.onCompleted;
@@ -50,17 +53,21 @@ export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
 
   return {
     ids,
-    keyPattern: `${ids.prefix}:${ids.name}:*`,
+    store: 'redis',
+    async init() {
+      await queue.waitUntilReady();
+    },
+    storage: () => keysStorage(redisUrl, `${ids.prefix}:${ids.name}:*`),
     async addDelayed(jobs) {
-      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, delay: j.delayMs } })));
+      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { delay: j.delayMs } })));
     },
     async addAt(jobs) {
       // Timestamp + delay is exactly the intended due time (BullMQ scores delayed jobs by it).
       const now = Date.now();
-      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { ...JOB_OPTS, timestamp: now, delay: Math.max(0, j.dueAt - now) } })));
+      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { timestamp: now, delay: Math.max(0, j.dueAt - now) } })));
     },
     async addDue(ns) {
-      await queue.addBulk(ns.map(() => ({ name: 'noop', data: PAYLOAD, opts: JOB_OPTS })));
+      await queue.addBulk(ns.map(() => ({ name: 'noop', data: PAYLOAD })));
     },
     async counts() {
       const c = await queue.getJobCounts('wait', 'delayed', 'prioritized', 'active');

@@ -1,11 +1,11 @@
 // A worker process for the lateness scenario (forked with `node --import tsx`).
-// argv[2]: JSON { redisUrl, ids, concurrency }. Over IPC it says 'ready' once
+// argv[2]: JSON { stores, ids, concurrency }. Over IPC it says 'ready' once
 // claiming, streams lateness samples every 200 ms, and on 'stop' stops its
 // worker, sends what is left and 'done', then exits.
-import type { QueueIds } from './bench-engine.js';
+import type { BenchStores, QueueIds } from './bench-engine.js';
 import { openEngine } from './open-engine.js';
 
-export type ChildArgs = { redisUrl: string; ids: QueueIds; concurrency: number };
+export type ChildArgs = { stores: BenchStores; ids: QueueIds; concurrency: number };
 export type ChildMessage =
   { type: 'ready'; pid: number } | { type: 'samples'; wall: number[]; engine: number[] } | { type: 'done'; pid: number } | { type: 'error'; message: string };
 
@@ -20,7 +20,8 @@ function send(m: ChildMessage): Promise<void> {
 
 async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '') as ChildArgs;
-  const queue = openEngine(args.redisUrl, args.ids);
+  const queue = openEngine(args.stores, args.ids);
+  await queue.init();
   const wall: number[] = [];
   const engine: number[] = [];
   const worker = await queue.prepareWorker(args.concurrency, {

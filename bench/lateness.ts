@@ -13,7 +13,7 @@ const CHILD = fileURLToPath(new URL('./lateness-worker.ts', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 // Conservative scheduling rates (jobs/s) used to place the first due time
 // after scheduling ends; the lead actually achieved is reported.
-const ASSUMED_RATE = { ours: 40_000, bullmq: 5_000 } as const;
+const ASSUMED_RATE = { ours: 40_000, bullmq: 5_000, pgboss: 2_000, graphile: 2_000 } as const;
 
 export type LatenessResult = {
   processes: number;
@@ -65,7 +65,7 @@ export async function measureLateness(cfg: BenchConfig, queue: BenchQueue, proce
   const n = cfg.latenessJobs;
   const wall: number[] = [];
   const engine: number[] = [];
-  const args: ChildArgs = { redisUrl: cfg.redisUrl, ids: queue.ids, concurrency: cfg.latenessConcurrency };
+  const args: ChildArgs = { stores: cfg, ids: queue.ids, concurrency: cfg.latenessConcurrency };
   const children = Array.from({ length: processes }, () =>
     spawnChild(args, (m) => {
       for (const v of m.wall) wall.push(v);

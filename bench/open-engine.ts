@@ -1,14 +1,34 @@
-// Opens a benchmark queue of either engine by name (used by the runner and
-// by the child worker processes).
-import type { BenchQueue, QueueIds } from './bench-engine.js';
+// Opens a benchmark queue of any engine by name (used by the runner and by
+// the child worker processes).
+import type { BenchQueue, BenchStores, QueueIds } from './bench-engine.js';
 import { openBullmq } from './bullmq-engine.js';
+import { openGraphile } from './graphile-engine.js';
 import { openOurs } from './ours-engine.js';
+import { openPgBoss } from './pgboss-engine.js';
+import { schemaName } from './pg-util.js';
 
-export function openEngine(redisUrl: string, ids: QueueIds): BenchQueue {
-  return ids.engine === 'ours' ? openOurs(redisUrl, ids) : openBullmq(redisUrl, ids);
+export function openEngine(stores: BenchStores, ids: QueueIds): BenchQueue {
+  switch (ids.engine) {
+    case 'ours':
+      return openOurs(stores.redisUrl, ids);
+    case 'bullmq':
+      return openBullmq(stores.redisUrl, ids);
+    case 'pgboss':
+      return openPgBoss(stores.databaseUrl, ids);
+    case 'graphile':
+      return openGraphile(stores.databaseUrl, ids);
+  }
 }
 
-/** Unique, disjoint key space per (run, scenario, engine). */
+/** Unique, disjoint key space (or schema) per (run, scenario, engine). */
 export function queueIds(engine: QueueIds['engine'], runTag: string, scenario: string): QueueIds {
-  return engine === 'ours' ? { engine, name: `${runTag}-${scenario}`, prefix: 'dq' } : { engine, name: scenario, prefix: runTag };
+  switch (engine) {
+    case 'ours':
+      return { engine, name: `${runTag}-${scenario}`, prefix: 'dq' };
+    case 'bullmq':
+      return { engine, name: scenario, prefix: runTag };
+    case 'pgboss':
+    case 'graphile':
+      return { engine, name: 'noop', prefix: schemaName(`${runTag}_${engine}`, scenario) };
+  }
 }

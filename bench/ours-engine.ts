@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { createQueue } from '../src/queue/producer/queue.js';
 import { createWorker } from '../src/queue/consumer/worker.js';
 import { type BenchQueue, type QueueIds, type WorkerHooks, businessId } from './bench-engine.js';
-import { PAYLOAD, dropKeys } from './bench-util.js';
+import { PAYLOAD, dropKeys, keysStorage } from './bench-util.js';
 
 const connect = (url: string, name: string) => new Redis(url, { connectionName: name, maxRetriesPerRequest: null });
 
@@ -46,7 +46,11 @@ export function openOurs(redisUrl: string, ids: QueueIds): BenchQueue {
 
   return {
     ids,
-    keyPattern: `${ids.prefix}:{${ids.name}:*`,
+    store: 'redis',
+    async init() {
+      await redis.ping();
+    },
+    storage: () => keysStorage(redisUrl, `${ids.prefix}:{${ids.name}:*`),
     async addDelayed(jobs) {
       await queue.scheduleMany(jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, delayMs: j.delayMs })));
     },

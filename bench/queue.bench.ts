@@ -1,13 +1,16 @@
-// Side-by-side benchmark of our delay queue and BullMQ on the same Redis:
-// enqueue rate, memory per pending job, claim + ack throughput and lateness.
+// Side-by-side benchmark of our delay queue and its peers in the same run
+// (BullMQ on the same Redis; pg-boss and graphile-worker on the local
+// PostgreSQL): enqueue rate, storage per pending job, claim + ack throughput
+// and lateness.
 // Prints one JSON document on stdout and prepends a section to BENCHMARKS.md.
 // Settings: see bench-config.ts (BENCH_SCALE, BENCH_ONLY, BENCH_SCENARIOS, BENCH_WRITE).
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { type BenchConfig, type EngineName, type Scenario, readConfig } from './bench-config.js';
+import { type BenchConfig, ENGINES, type EngineName, type Scenario, readConfig } from './bench-config.js';
 import type { BenchQueue } from './bench-engine.js';
 import { infoField, log, round } from './bench-util.js';
+import { withClient } from './pg-util.js';
 import { measureLateness } from './lateness.js';
 import { openEngine, queueIds } from './open-engine.js';
 import { sectionFor, writeReport } from './report.js';
@@ -18,9 +21,10 @@ const open = new Set<BenchQueue>();
 
 /** Opens a fresh queue for one (scenario, engine), runs `fn`, and always deletes its keys. */
 async function withQueue<T>(cfg: BenchConfig, engine: EngineName, scenario: string, fn: (q: BenchQueue) => Promise<T>): Promise<T> {
-  const q = openEngine(cfg.redisUrl, queueIds(engine, cfg.runTag, scenario));
+  const q = openEngine(cfg, queueIds(engine, cfg.runTag, scenario));
   open.add(q);
   try {
+    await q.init();
     return await fn(q);
   } finally {
     await q.close().catch(() => {});
@@ -42,7 +46,8 @@ async function runEngine(cfg: BenchConfig, admin: Redis, engine: EngineName, sce
         const r = await withQueue(cfg, engine, 'enqueue', (q) => measureEnqueue(cfg, admin, q, delays));
         if (want('enqueue')) into.enqueue = r.enqueue;
         if (want('memory')) into.memory = r.memory;
-        log(`  ${engine} enqueue: ${r.enqueue.jobsPerSec} jobs/s, ${r.memory.usedMemoryBytesPerJob} B/job (keys: ${r.memory.keyBytesPerJob} B/job)`);
+        const used = r.memory.usedMemoryBytesPerJob === undefined ? '' : `${r.memory.usedMemoryBytesPerJob} B/job used_memory, `;
+        log(`  ${engine} enqueue: ${r.enqueue.jobsPerSec} jobs/s, ${used}${r.memory.keyBytesPerJob} B/job in its storage`);
         return;
       }
       case 'claim1':
@@ -72,6 +77,17 @@ async function runEngine(cfg: BenchConfig, admin: Redis, engine: EngineName, sce
   }
 }
 
+async function postgresVersion(databaseUrl: string): Promise<string> {
+  try {
+    return await withClient(
+      databaseUrl.replace(/\/[^/]*$/, '/postgres'),
+      async (c) => (await c.query<{ v: string }>('show server_version')).rows[0]?.v ?? 'unknown',
+    );
+  } catch {
+    return 'not reached';
+  }
+}
+
 function versionOf(pkg: string): string {
   const url = new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
   return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
@@ -91,7 +107,10 @@ async function metaOf(cfg: BenchConfig, admin: Redis): Promise<RunMeta> {
     },
     node: process.version,
     redis: (await infoField(admin, 'server', 'redis_version')) ?? 'unknown',
+    postgres: await postgresVersion(cfg.databaseUrl),
     bullmq: versionOf('bullmq'),
+    pgBoss: versionOf('pg-boss'),
+    graphileWorker: versionOf('graphile-worker'),
     ioredis: versionOf('ioredis'),
     counts: {
       enqueue: cfg.enqueueJobs,
@@ -104,7 +123,8 @@ async function metaOf(cfg: BenchConfig, admin: Redis): Promise<RunMeta> {
 }
 
 type Num = number | undefined;
-function ratiosOf(r: RunResults): Record<string, Num> {
+/** Ours over each peer, per figure: above 1 is better for rates, below 1 for bytes and lateness. */
+function ratiosOf(r: RunResults): Record<string, Record<string, Num>> {
   const pick = (e: EngineResults | undefined, path: string): Num => {
     let v: unknown = e;
     for (const p of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[p] : undefined;
@@ -112,11 +132,15 @@ function ratiosOf(r: RunResults): Record<string, Num> {
   };
   const paths = ['enqueue.jobsPerSec', 'memory.usedMemoryBytesPerJob', 'memory.keyBytesPerJob', 'claim1.jobsPerSec', 'claim50.jobsPerSec'];
   for (const l of ['lateness1', 'lateness4']) for (const q of ['p50', 'p99', 'p999', 'max']) paths.push(`${l}.wall.${q}`);
-  const out: Record<string, Num> = {};
-  for (const p of paths) {
-    const a = pick(r.ours, p);
-    const b = pick(r.bullmq, p);
-    if (a !== undefined && b !== undefined && b !== 0) out[p] = round(a / b, 3);
+  const out: Record<string, Record<string, Num>> = {};
+  for (const peer of ENGINES.filter((e) => e !== 'ours')) {
+    const ratios: Record<string, Num> = {};
+    for (const p of paths) {
+      const a = pick(r.ours, p);
+      const b = pick(r[peer], p);
+      if (a !== undefined && b !== undefined && b !== 0) ratios[p] = round(a / b, 3);
+    }
+    if (Object.keys(ratios).length > 0) out[peer] = ratios;
   }
   return out;
 }
@@ -147,7 +171,7 @@ async function main(): Promise<void> {
       latenessMs: { p99: '<= 5', max: '<= 25' },
     },
     results,
-    ratiosOursOverBullmq: ratiosOf(results),
+    ratiosOursOver: ratiosOf(results),
   };
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   if (cfg.writeReport) log(`wrote ${writeReport(sectionFor(meta, results))}`);

@@ -1,4 +1,5 @@
 // The shape of one benchmark run's results, as printed (JSON) and tabled (markdown).
+import type { EngineName } from './bench-config.js';
 import type { LatenessResult } from './lateness.js';
 import type { ClaimResult, EnqueueResult, MemoryResult } from './throughput.js';
 
@@ -11,7 +12,7 @@ export type EngineResults = {
   lateness1?: LatenessResult | Failed;
   lateness4?: LatenessResult | Failed;
 };
-export type RunResults = { ours?: EngineResults; bullmq?: EngineResults };
+export type RunResults = Partial<Record<EngineName, EngineResults>>;
 
 export type RunMeta = {
   date: string;
@@ -20,7 +21,10 @@ export type RunMeta = {
   machine: { cpu: string; cores: number; memoryGiB: number; os: string };
   node: string;
   redis: string;
+  postgres: string;
   bullmq: string;
+  pgBoss: string;
+  graphileWorker: string;
   ioredis: string;
   counts: { enqueue: number; enqueueInFlight: number; claim: number; lateness: number; latenessWindowMs: number };
 };

@@ -3,15 +3,19 @@
 import type { Redis } from 'ioredis';
 import type { BenchConfig } from './bench-config.js';
 import type { BenchQueue } from './bench-engine.js';
-import { round, seededRandom, until, usedMemory, keysMemory } from './bench-util.js';
+import { round, seededRandom, until, usedMemory } from './bench-util.js';
 
 export type EnqueueResult = { jobs: number; chunk: number; chunksInFlight: number; seconds: number; jobsPerSec: number };
 export type MemoryResult = {
   jobs: number;
-  /** INFO used_memory after minus before, per job (other clients of this Redis add noise). */
-  usedMemoryBytesPerJob: number;
-  /** Sum of MEMORY USAGE over the queue's keys, per job (blind to other clients). */
+  /** INFO used_memory after minus before, per job (other clients of this Redis add noise); Redis engines only. */
+  usedMemoryBytesPerJob?: number;
+  /**
+   * What the queue's storage grew by, per job: MEMORY USAGE over its keys
+   * (Redis, blind to other clients), or its tables with indexes and TOAST (PostgreSQL).
+   */
   keyBytesPerJob: number;
+  /** Keys (Redis) or tables (PostgreSQL) the queue holds. */
   keys: number;
 };
 export type ClaimResult = {
@@ -27,7 +31,7 @@ export type ClaimResult = {
 
 const perSec = (jobs: number, ms: number) => round(jobs / (ms / 1000), 0);
 
-/** Delays spread over cfg.enqueueSpreadMs in a fixed pseudo-random order, the same for both engines. */
+/** Delays spread over cfg.enqueueSpreadMs in a fixed pseudo-random order, the same for every engine. */
 export function enqueueDelays(cfg: BenchConfig): number[] {
   const rnd = seededRandom(42);
   return Array.from({ length: cfg.enqueueJobs }, () => 60_000 + Math.floor(rnd() * cfg.enqueueSpreadMs));
@@ -40,7 +44,9 @@ export async function measureEnqueue(
   delays: readonly number[],
 ): Promise<{ enqueue: EnqueueResult; memory: MemoryResult }> {
   const n = delays.length;
-  const before = await usedMemory(admin);
+  const redis = queue.store === 'redis';
+  const stored = await queue.storage();
+  const before = redis ? await usedMemory(admin) : 0;
   let next = 0;
   // Each lane sends its chunk and waits for the reply before taking the next.
   const lane = async () => {
@@ -55,17 +61,17 @@ export async function measureEnqueue(
   const t0 = performance.now();
   await Promise.all(Array.from({ length: cfg.enqueueInFlight }, lane));
   const ms = performance.now() - t0;
-  const after = await usedMemory(admin);
+  const after = redis ? await usedMemory(admin) : 0;
   const c = await queue.counts();
   if (c.waiting !== n) throw new Error(`expected ${n} pending jobs after enqueue, found ${c.waiting}`);
-  const km = await keysMemory(admin, queue.keyPattern);
+  const km = await queue.storage();
   return {
     enqueue: { jobs: n, chunk: cfg.chunk, chunksInFlight: cfg.enqueueInFlight, seconds: round(ms / 1000, 3), jobsPerSec: perSec(n, ms) },
     memory: {
       jobs: n,
-      usedMemoryBytesPerJob: round((after - before) / n, 1),
-      keyBytesPerJob: round(km.bytes / n, 1),
-      keys: km.keys,
+      ...(redis ? { usedMemoryBytesPerJob: round((after - before) / n, 1) } : {}),
+      keyBytesPerJob: round((km.bytes - stored.bytes) / n, 1),
+      keys: km.objects,
     },
   };
 }

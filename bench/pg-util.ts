@@ -1,0 +1,56 @@
+// What the PostgreSQL peers (pg-boss, graphile-worker) share in the benchmark:
+// the database (made when missing), a schema of their own per queue, its size,
+// and dropping it.
+import pg from 'pg';
+
+/** A schema name from the run tag and scenario (letters, digits and underscores only). */
+export function schemaName(runTag: string, scenario: string): string {
+  return `${runTag}_${scenario}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+}
+
+const quoted = (schema: string) => `"${schema.replace(/"/g, '""')}"`;
+
+/** Runs `fn` on one client of its own, connected to `databaseUrl`. */
+export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Creates the database `databaseUrl` names when it is missing (through the server's `postgres` database). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  await withClient(url.toString(), async (c) => {
+    const found = await c.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0)
+      await c.query(`create database ${quoted(name)}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // made meanwhile by another process
+      });
+  });
+}
+
+/** Tables of `schema` with their indexes and TOAST: what its jobs cost on disk. */
+export async function schemaStorage(c: pg.Client | pg.Pool, schema: string): Promise<{ objects: number; bytes: number }> {
+  const r = await c.query<{ objects: number; bytes: string }>(
+    `select count(*)::int as objects, coalesce(sum(pg_total_relation_size(c.oid)), 0)::text as bytes
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = $1 and c.relkind in ('r', 'm')`,
+    [schema],
+  );
+  const row = r.rows[0];
+  return { objects: row?.objects ?? 0, bytes: Number(row?.bytes ?? 0) };
+}
+
+export function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  return withClient(databaseUrl, async (c) => {
+    await c.query(`drop schema if exists ${quoted(schema)} cascade`);
+  });
+}
+
+export const schemaSql = quoted;
