@@ -38,6 +38,8 @@ export type AcOptions = {
   requests?: AcRequest[];
   idReplacement?: boolean;
   timeout?: number;
+  /** Requests per second over all connections (autocannon paces them). */
+  overallRate?: number;
 };
 export type AcHistogram = { mean: number; stddev: number; min: number; max: number; p50: number; p90: number; p99: number; total: number };
 export type AcResult = {
@@ -117,8 +119,9 @@ export type Service = {
 };
 
 /**
- * Starts `node --import tsx src/main.ts all` on 127.0.0.1:port with the given
- * database, Redis and extra environment, and waits until /readyz answers 200.
+ * Starts `node --import tsx src/main.ts <role>` (default `all`, as `npm start`)
+ * on 127.0.0.1:port with the given database, Redis and extra environment, and
+ * waits until /readyz answers 200.
  */
 export async function startService(o: {
   port: number;
@@ -126,6 +129,7 @@ export async function startService(o: {
   redisUrl: string;
   env: Record<string, string>;
   nodeArgs?: string[];
+  role?: 'all' | 'api';
   log: Log;
 }): Promise<Service> {
   const generated = fileURLToPath(new URL('../src/generated/prisma/client.ts', import.meta.url));
@@ -134,7 +138,7 @@ export async function startService(o: {
     const r = spawnSync(process.execPath, ['scripts/prisma-generate.mjs'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
     if (r.status !== 0) throw new Error('prisma generate failed');
   }
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts', 'all'], {
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts', o.role ?? 'all'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -330,7 +334,9 @@ export type BenchRun = {
   /** CREATE DATABASE; dropped (WITH FORCE) by cleanup. */
   createDatabase(): Promise<void>;
   /** Starts the service on a free port against the run's database; stopped by cleanup. */
-  startService(env: Record<string, string>, nodeArgs?: string[]): Promise<Service>;
+  startService(env: Record<string, string>, nodeArgs?: string[], role?: 'all' | 'api'): Promise<Service>;
+  /** Stops the service started last (cleanup does it too). */
+  stopService(): Promise<void>;
   /** Stops the service, drops the database, deletes the Redis keys; runs once however often called. */
   cleanup(): Promise<void>;
 };
@@ -399,11 +405,17 @@ export function openBenchRun(o: {
       await pgQuery(o.pgAdminUrl, `CREATE DATABASE "${o.dbName}"`);
       dbCreated = true;
     },
-    async startService(env, nodeArgs) {
+    async startService(env, nodeArgs, role) {
       if (service) throw new Error('the service is already running');
       const port = await freePort();
-      service = await startService({ port, databaseUrl: dbUrl, redisUrl: o.redisUrl, env, nodeArgs: nodeArgs ?? [], log });
+      service = await startService({ port, databaseUrl: dbUrl, redisUrl: o.redisUrl, env, nodeArgs: nodeArgs ?? [], role: role ?? 'all', log });
       return service;
+    },
+    async stopService() {
+      if (!service) return;
+      const s = service;
+      service = undefined;
+      log(`service stopped (exit code ${await stopService(s, log)})`);
     },
     cleanup,
   };
