@@ -45,7 +45,8 @@ export type BenchQueue = {
   addDue(ns: readonly number[]): Promise<void>;
   /** Jobs waiting (due or not), running, and unacknowledged. */
   counts(): Promise<{ waiting: number; active: number }>;
-  prepareWorker(concurrency: number, hooks: WorkerHooks): Promise<BenchWorker>;
+  /** `processes`: how many worker processes share the store in this scenario (a PostgreSQL peer sizes its pool by it). */
+  prepareWorker(concurrency: number, hooks: WorkerHooks, processes?: number): Promise<BenchWorker>;
   /** Deletes every key (or the schema) of the queue. */
   drop(): Promise<void>;
   /** Closes connections (does not delete keys). */

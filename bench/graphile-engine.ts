@@ -2,15 +2,17 @@
 // shape, with the settings of its performance page
 // (https://worker.graphile.org/docs/performance): addJobs for bulk adds, a
 // local queue of 500 jobs fetched at once, completions and failures batched
-// (completeJobBatchDelay / failJobBatchDelay 0), and a pool one larger than
-// the concurrency up to 15 (four worker processes at concurrency 50 would
-// otherwise pass PostgreSQL's default 100 connections; the local queue
-// fetches for all the workers of a process, and completions are batched).
+// (completeJobBatchDelay / failJobBatchDelay 0), and the pool its options
+// recommend, the larger of 10 and the concurrency + 2 (several worker
+// processes share 80 connections, inside PostgreSQL's default 100). The pool
+// is connected before the worker starts, as the other engines' connections
+// are; run() itself (a migration check, LISTEN) is inside the timed start.
 // Jobs due later are found by polling: 100 ms here instead of its 2 s
 // default, the setting a team timing jobs would choose. A finished job is
 // deleted, as graphile-worker does. Each queue has a schema of its own,
 // dropped afterwards.
-import { Logger, type Runner, type WorkerUtils, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { Logger, type Runner, type WorkerEvents, type WorkerUtils, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { type BenchQueue, type QueueIds, type WorkerHooks } from './bench-engine.js';
 import { PAYLOAD } from './bench-util.js';
@@ -18,7 +20,8 @@ import { dropSchema, ensureDatabase, schemaSql, schemaStorage } from './pg-util.
 
 const LOCAL_QUEUE = 500;
 const POLL_MS = 100;
-const MAX_POOL = 15;
+/** Connections the worker processes of one scenario share at most. */
+const SHARED_CONNECTIONS = 80;
 
 /** The payload, with the intended due time when the lateness scenario needs it. */
 type Data = typeof PAYLOAD & { d?: number };
@@ -33,18 +36,27 @@ export function openGraphile(databaseUrl: string, ids: QueueIds): BenchQueue {
   const admin = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   let utils: WorkerUtils | undefined;
   const runners: Runner[] = [];
+  const pools: pg.Pool[] = [];
   const add = (specs: { payload: Data; runAt?: Date }[]) => {
     if (!utils) throw new Error('graphile engine: init() first');
     return utils.addJobs(specs.map((s) => ({ identifier: ids.name, ...s })));
   };
 
-  async function prepareWorker(concurrency: number, hooks: WorkerHooks) {
+  async function prepareWorker(concurrency: number, hooks: WorkerHooks, processes = 1) {
     const { onStart, onCompleted } = hooks;
+    const max = Math.min(Math.max(10, concurrency + 2), Math.floor(SHARED_CONNECTIONS / processes));
+    const pool = new pg.Pool({ connectionString: databaseUrl, max });
+    pool.on('error', (err) => process.stderr.write(`graphile-worker pool error: ${err.message}\n`));
+    pools.push(pool);
+    await Promise.all(Array.from({ length: Math.min(max, 4) }, () => pool.query('select 1')));
+    const events: WorkerEvents = new EventEmitter();
+    if (onCompleted) events.on('job:success', () => onCompleted());
     let runner: Runner | undefined;
     return {
       async start() {
         runner = await run({
-          connectionString: databaseUrl,
+          pgPool: pool,
+          events,
           schema,
           concurrency,
           pollInterval: POLL_MS,
@@ -58,7 +70,7 @@ export function openGraphile(databaseUrl: string, ids: QueueIds): BenchQueue {
           },
           preset: {
             worker: {
-              maxPoolSize: Math.min(concurrency + 1, MAX_POOL),
+              maxPoolSize: max,
               localQueue: { size: LOCAL_QUEUE },
               completeJobBatchDelay: 0,
               failJobBatchDelay: 0,
@@ -66,7 +78,6 @@ export function openGraphile(databaseUrl: string, ids: QueueIds): BenchQueue {
           },
         });
         runners.push(runner);
-        if (onCompleted) runner.events.on('job:success', () => onCompleted());
       },
       async stop() {
         await runner?.stop();
@@ -105,6 +116,7 @@ export function openGraphile(databaseUrl: string, ids: QueueIds): BenchQueue {
     async close() {
       await Promise.all(runners.map((r) => r.stop().catch(() => {})));
       await utils?.release();
+      await Promise.all(pools.map((p) => p.end()));
       await admin.end();
     },
   };

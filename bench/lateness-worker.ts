@@ -5,7 +5,7 @@
 import type { BenchStores, QueueIds } from './bench-engine.js';
 import { openEngine } from './open-engine.js';
 
-export type ChildArgs = { stores: BenchStores; ids: QueueIds; concurrency: number };
+export type ChildArgs = { stores: BenchStores; ids: QueueIds; concurrency: number; processes: number };
 export type ChildMessage =
   { type: 'ready'; pid: number } | { type: 'samples'; wall: number[]; engine: number[] } | { type: 'done'; pid: number } | { type: 'error'; message: string };
 
@@ -24,12 +24,16 @@ async function main(): Promise<void> {
   await queue.init();
   const wall: number[] = [];
   const engine: number[] = [];
-  const worker = await queue.prepareWorker(args.concurrency, {
-    onStart(wallMs, engineMs) {
-      wall.push(wallMs);
-      if (engineMs !== undefined) engine.push(engineMs);
+  const worker = await queue.prepareWorker(
+    args.concurrency,
+    {
+      onStart(wallMs, engineMs) {
+        wall.push(wallMs);
+        if (engineMs !== undefined) engine.push(engineMs);
+      },
     },
-  });
+    args.processes,
+  );
   const flush = async () => {
     if (wall.length > 0 || engine.length > 0) await send({ type: 'samples', wall: wall.splice(0), engine: engine.splice(0) });
   };

@@ -65,7 +65,7 @@ export async function measureLateness(cfg: BenchConfig, queue: BenchQueue, proce
   const n = cfg.latenessJobs;
   const wall: number[] = [];
   const engine: number[] = [];
-  const args: ChildArgs = { stores: cfg, ids: queue.ids, concurrency: cfg.latenessConcurrency };
+  const args: ChildArgs = { stores: cfg, ids: queue.ids, concurrency: cfg.latenessConcurrency, processes };
   const children = Array.from({ length: processes }, () =>
     spawnChild(args, (m) => {
       for (const v of m.wall) wall.push(v);

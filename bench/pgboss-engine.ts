@@ -23,7 +23,15 @@ export function openPgBoss(databaseUrl: string, ids: QueueIds): BenchQueue {
   // Maintenance and cron off: the benchmark measures jobs, not housekeeping.
   // Its default pool (10): five processes of the lateness scenario stay well
   // inside PostgreSQL's default 100 connections.
-  const boss = new PgBoss({ connectionString: databaseUrl, schema, supervise: false, schedule: false });
+  // Telemetry and instance registration off: work the others do not do.
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    schema,
+    supervise: false,
+    schedule: false,
+    registerInstance: false,
+    openTelemetry: { enabled: false },
+  });
   boss.on('error', (err: unknown) => process.stderr.write(`pg-boss error: ${err instanceof Error ? err.message : JSON.stringify(err)}\n`));
   const admin = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const at = (ms: number) => new Date(ms);
@@ -40,7 +48,8 @@ export function openPgBoss(databaseUrl: string, ids: QueueIds): BenchQueue {
             for (const job of jobs) {
               if (job.data.d !== undefined) onStart?.(Date.now() - job.data.d);
             }
-            // pg-boss completes the whole batch when this resolves; the drain check waits for that.
+            // pg-boss completes the whole batch when this resolves (after this
+            // count: "handlers done"); the drain check waits for the completion.
             if (onCompleted) for (let i = 0; i < jobs.length; i++) onCompleted();
           },
         );
@@ -81,7 +90,7 @@ export function openPgBoss(databaseUrl: string, ids: QueueIds): BenchQueue {
       const r = await admin.query<{ waiting: number; active: number }>(
         `select count(*) filter (where state in ('created', 'retry'))::int as waiting,
                 count(*) filter (where state = 'active')::int as active
-           from ${schemaSql(schema)}.job where name = $1`,
+           from ${schemaSql(schema)}.job where name = $1 and state < 'completed'`,
         [ids.name],
       );
       return r.rows[0] ?? { waiting: 0, active: 0 };

@@ -21,7 +21,7 @@ export type MemoryResult = {
 export type ClaimResult = {
   jobs: number;
   concurrency: number;
-  /** Until the last handler finished and the engine reported it completed. */
+  /** Until the last handler finished ("handlers done": BullMQ and ours after the ack, the PostgreSQL peers before their completion is written). */
   completedSeconds: number;
   completedJobsPerSec: number;
   /** Until the queue is empty in Redis (our acks are batched; BullMQ's 'completed' follows its ack). */
@@ -108,6 +108,7 @@ export async function measureClaim(cfg: BenchConfig, queue: BenchQueue, concurre
       },
       30_000,
       'the queue to drain',
+      10,
     );
     const t2 = performance.now();
     return {
