@@ -12,40 +12,30 @@
 // suite stops there, as failed; default 20 minutes: raise it for a long soak).
 // The summary line of each suite says how many runs and operations it covered.
 import fc from 'fast-check';
-import {
-  FAULT_KINDS,
-  type FaultKind,
-  type FaultSpan,
-  MODEL_TIMINGS,
-  RECEIVER_KINDS,
-  type ReceiverKind,
-  type RunLog,
-  type World,
-  mayHaveTimedOut,
-} from './world.js';
+import { FAULT_KINDS, type FaultKind, RECEIVER_KINDS, type ReceiverKind, type RunLog, type World, mayHaveTimedOut } from './world.js';
 
 export type Real = { world: World; run: RunLog; tag: string };
 
 /**
  * Whether the receiver taking notification `n` more than once is explained:
- * by a fault that can cut a send off (the run's), or by its first success
- * having perhaps reached the service after the call's timeout. That is a
- * slow answer; or, when a fault hit the world while the call was out (a
- * connection storm holds the worker's event loop: notifications soak seed
- * 311694105, a 200 ms answer taken for a 600 ms timeout, PostgreSQL
- * terminated 100 ms into the call, four worlds on two cores), any answer, as
- * long as the service counted every call as an attempt (`attempts` covers
- * them all: it took the success for a failure, and did not lose a success's
- * mark and call again).
+ * by a fault that can cut a send off (the run's killed worker), or by the
+ * service having taken a success for a failure: a slow answer that may have
+ * come after the call's timeout, or any answer the service counted as a
+ * failed attempt (`attempts` covers every call: it recorded each earlier call
+ * as failed, and lost no success). A fast answer is taken for a timeout when
+ * the worker's event loop is held past the timeout: by a fault's reconnects
+ * or a busy host (notifications soak seeds 311694105 and 313420807, 200 ms
+ * answers to a 600 ms timeout on two cores running four worlds). That a fast
+ * success is a success is the integration test's to hold (a 200 with a slow
+ * body: notifications.faults.test.ts, R7); a success whose mark was lost and
+ * called again shows here as fewer attempts than calls.
  */
 export function repeatExplained(r: Real, n: { id: string; attempts: number }): boolean {
   if (r.run.mayRepeat) return true;
   const first = r.world.webhook.delivered.find((c) => c.body.id === n.id);
   if (first === undefined) return false;
-  if (mayHaveTimedOut(first)) return true;
   const calls = r.world.webhook.calls.filter((c) => c.body.id === n.id).length;
-  const during = (f: FaultSpan) => f.from <= first.at + MODEL_TIMINGS.NOTIFY_TIMEOUT_MS && f.to >= first.at;
-  return n.attempts >= calls && r.run.faultSpans.some(during);
+  return mayHaveTimedOut(first) || n.attempts >= calls;
 }
 
 /** A command of a domain suite: `act` does it to the world and checks the answers against the model. */
