@@ -45,6 +45,7 @@ import {
   withDatabase,
   writeMarkedSection,
 } from './http-harness.js';
+import { until } from './bench-util.js';
 
 const HEADING = '# End-to-end benchmark';
 const MARKER = '<!-- e2e runs: newest first -->';
@@ -92,15 +93,12 @@ async function create(service: Service, customerId: string, o: { rate?: number; 
   });
 }
 
-/** Waits until `done` holds, polling every 200 ms; false after `timeoutMs`. */
-async function until(done: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await done()) return true;
-    await sleep(200);
-  }
-  return done();
-}
+/** Whether `done` came to hold within `timeoutMs` (polled every 200 ms). */
+const within = (done: () => Promise<boolean>, timeoutMs: number, what: string) =>
+  until(done, timeoutMs, what, 200).then(
+    () => true,
+    () => false,
+  );
 
 async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, string>): Promise<Stream> {
   // Expiries start once creation is over: the window is the stream plus 10 s.
@@ -111,7 +109,7 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
     const r = await create(service, STREAM, { rate: cfg.rate, seconds: cfg.seconds });
     const created = await count('customer_id = $1', [STREAM]);
     log(`  created ${created} (${round(created / cfg.seconds, 1)}/s), ${r.non2xx} non-2xx; waiting for their expiries`);
-    await until(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [STREAM])) === 0, (windowS + 120) * 1_000);
+    await within(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [STREAM])) === 0, (windowS + 120) * 1_000, 'the stream to expire');
     const rows = await pgQuery<Lateness>(
       dbUrl,
       `SELECT count(*)::int AS count,
@@ -152,7 +150,7 @@ async function drain(run: ReturnType<typeof openBenchRun>, env: Record<string, s
   const t0 = performance.now();
   await run.startService(env);
   log(`  service ready after ${Math.round(performance.now() - t0)} ms`);
-  const done = await until(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [DRAIN])) === 0, 600_000);
+  const done = await within(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [DRAIN])) === 0, 600_000, 'the drain');
   await run.stopService();
   if (!done) log('  not drained within 10 minutes');
   // The workers start before the API answers: the drain is timed by the

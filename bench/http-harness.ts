@@ -13,8 +13,8 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { freePort } from '../src/core/free-port.js';
+import { pgQuery, postgresVersion } from './pg-util.js';
 
 // ---------------------------------------------------------------- autocannon
 // autocannon ships no types; only the parts used here are declared.
@@ -97,17 +97,8 @@ export function withDatabase(url: string, db: string): string {
 }
 
 /** One query on a short-lived connection. */
-export async function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<R[]> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<R>(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
-export { freePort };
+export { freePort, pgQuery, postgresVersion };
 
 // ---------------------------------------------------------------- the service
 export type Service = {
@@ -254,10 +245,6 @@ export async function redisVersion(redis: Redis): Promise<string> {
   return /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? 'unknown';
 }
 
-export async function postgresVersion(pgAdminUrl: string): Promise<string> {
-  return (await pgQuery<{ version: string }>(pgAdminUrl, 'SELECT version()'))[0]?.version ?? 'unknown';
-}
-
 /** CPU, memory, OS and Node of this machine, with the given server versions. */
 export function machineInfo(versions: { postgres: string; redis: string }): Machine {
   const cpus = os.cpus();
@@ -282,9 +269,9 @@ export function machineLines(m: Machine): string[] {
  * `heading`, the intro lines and the marker at the end of the file first.
  *
  * How the writers of BENCHMARKS.md coexist: the queue benchmark (report.ts)
- * rewrites everything above its own marker and keeps everything below it
- * verbatim, so every other part lives after the queue runs and survives its
- * rewrites. Each HTTP-driven benchmark only ever inserts right after its own
+ * inserts right after its own marker and keeps the rest verbatim (it writes
+ * its header only into a file without the marker), so every other part lives
+ * after the queue runs. Each HTTP-driven benchmark only ever inserts right after its own
  * marker (or appends its heading at the very end), so it never touches the
  * queue sections nor another benchmark's part. The file is replaced by a
  * rename, so a reader never sees half of it.

@@ -1,6 +1,7 @@
-// What the PostgreSQL peers (pg-boss, graphile-worker) share in the benchmark:
-// the database (made when missing), a schema of their own per queue, its size,
-// and dropping it.
+// PostgreSQL in the benchmarks: one-off queries and the server's version (all
+// of them), and what the PostgreSQL peers (pg-boss, graphile-worker) share:
+// the database (made when missing), a schema of their own per queue, its
+// size, and dropping it.
 import pg from 'pg';
 
 /** A schema name from the run tag and scenario (letters, digits and underscores only). */
@@ -8,7 +9,8 @@ export function schemaName(runTag: string, scenario: string): string {
   return `${runTag}_${scenario}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
 }
 
-const quoted = (schema: string) => `"${schema.replace(/"/g, '""')}"`;
+/** A schema (or database) name as an SQL identifier. */
+export const schemaSql = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** Runs `fn` on one client of its own, connected to `databaseUrl`. */
 export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -21,6 +23,16 @@ export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => P
   }
 }
 
+/** The rows of one statement, on a client of its own. */
+export function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<R[]> {
+  return withClient(url, async (c) => (await c.query<R>(sql, params)).rows);
+}
+
+/** The server's `version()` ("PostgreSQL 15.20 (Debian ...) on x86_64-..."). */
+export async function postgresVersion(url: string): Promise<string> {
+  return (await pgQuery<{ version: string }>(url, 'SELECT version()'))[0]?.version ?? 'unknown';
+}
+
 /** Creates the database `databaseUrl` names when it is missing (through the server's `postgres` database). */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
@@ -29,7 +41,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   await withClient(url.toString(), async (c) => {
     const found = await c.query('select 1 from pg_database where datname = $1', [name]);
     if (found.rowCount === 0)
-      await c.query(`create database ${quoted(name)}`).catch((err: { code?: string }) => {
+      await c.query(`create database ${schemaSql(name)}`).catch((err: { code?: string }) => {
         if (err.code !== '42P04') throw err; // made meanwhile by another process
       });
   });
@@ -49,8 +61,6 @@ export async function schemaStorage(c: pg.Client | pg.Pool, schema: string): Pro
 
 export function dropSchema(databaseUrl: string, schema: string): Promise<void> {
   return withClient(databaseUrl, async (c) => {
-    await c.query(`drop schema if exists ${quoted(schema)} cascade`);
+    await c.query(`drop schema if exists ${schemaSql(schema)} cascade`);
   });
 }
-
-export const schemaSql = quoted;

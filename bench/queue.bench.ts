@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { type BenchConfig, ENGINES, type EngineName, type Scenario, readConfig } from './bench-config.js';
 import type { BenchQueue } from './bench-engine.js';
 import { infoField, log, round } from './bench-util.js';
-import { withClient } from './pg-util.js';
+import { postgresVersion } from './pg-util.js';
 import { measureLateness } from './lateness.js';
 import { openEngine, queueIds } from './open-engine.js';
 import { sectionFor, writeReport } from './report.js';
@@ -77,17 +77,6 @@ async function runEngine(cfg: BenchConfig, admin: Redis, engine: EngineName, sce
   }
 }
 
-async function postgresVersion(databaseUrl: string): Promise<string> {
-  try {
-    return await withClient(
-      databaseUrl.replace(/\/[^/]*$/, '/postgres'),
-      async (c) => (await c.query<{ v: string }>('show server_version')).rows[0]?.v ?? 'unknown',
-    );
-  } catch {
-    return 'not reached';
-  }
-}
-
 function versionOf(pkg: string): string {
   const url = new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
   return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
@@ -107,7 +96,8 @@ async function metaOf(cfg: BenchConfig, admin: Redis): Promise<RunMeta> {
     },
     node: process.version,
     redis: (await infoField(admin, 'server', 'redis_version')) ?? 'unknown',
-    postgres: await postgresVersion(cfg.databaseUrl),
+    // Through the server's own database: the benchmark's may not exist yet.
+    postgres: await postgresVersion(cfg.databaseUrl.replace(/\/[^/]*$/, '/postgres')).catch(() => 'PostgreSQL not reached'),
     bullmq: versionOf('bullmq'),
     pgBoss: versionOf('pg-boss'),
     graphileWorker: versionOf('graphile-worker'),

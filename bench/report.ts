@@ -69,7 +69,7 @@ export function sectionFor(meta: RunMeta, results: RunResults): string {
     `## ${meta.date}${meta.scale === 1 ? '' : ` — scale ${meta.scale} (short run: job counts scaled down, not comparable with the targets)`}`,
     '',
     `- Machine: ${meta.machine.cpu}, ${meta.machine.cores} cores, ${meta.machine.memoryGiB} GiB RAM, ${meta.machine.os}`,
-    `- Node ${meta.node}, Redis ${meta.redis}, PostgreSQL ${meta.postgres}, bullmq ${meta.bullmq}, pg-boss ${meta.pgBoss}, graphile-worker ${meta.graphileWorker}, ioredis ${meta.ioredis}`,
+    `- Node ${meta.node}, Redis ${meta.redis}, ${meta.postgres.split(' on ')[0]}, bullmq ${meta.bullmq}, pg-boss ${meta.pgBoss}, graphile-worker ${meta.graphileWorker}, ioredis ${meta.ioredis}`,
     `- Jobs: enqueue ${meta.counts.enqueue} (chunks of 1 000, ${meta.counts.enqueueInFlight} in flight), claim ${meta.counts.claim}, lateness ${meta.counts.lateness} over ${meta.counts.latenessWindowMs} ms`,
     '',
     `| Metric | ${engines.map((e) => ENGINE_LABEL[e]).join(' | ')} | ${peers.map((p) => `Ours / ${ENGINE_LABEL[p]}`).join(' | ')} | Target (ours) | Target met |`,
