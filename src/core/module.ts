@@ -1,7 +1,7 @@
 // What a domain module hands the composition root: its HTTP routes, its queue
 // with a handler per job type, and the periodic jobs its workers keep alive.
 import type { RouteTable } from './http/route.js';
-import type { JobHandler, PeriodicJob, Queue } from '../queue/index.js';
+import type { AnyJobHandler, PeriodicJob, Queue } from '../queue/index.js';
 
 export type { PeriodicJob };
 
@@ -20,7 +20,7 @@ export type ServiceModule = {
   readonly routes: RouteTable;
   readonly queue: Queue;
   /** A handler per job type of its queue, but for the periodic ones (they bring their own). */
-  readonly handlers: Readonly<Record<string, JobHandler>>;
+  readonly handlers: Readonly<Record<string, AnyJobHandler>>;
   /** Work on a schedule; the composition root makes their handlers and keeps them scheduled. */
   readonly periodic: readonly PeriodicJob[];
   readonly background?: readonly Background[];

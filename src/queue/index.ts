@@ -22,7 +22,19 @@ export {
 // Consumer side: workers, the handler contract, errors a handler may throw.
 export { type Worker, type WorkerOptions, createWorker } from './consumer/worker.js';
 export type { BackoffPolicy } from './consumer/backoff.js';
-export { type Job, type JobContext, type JobHandler, type JobOutcome, type QueueLogger, type WorkerEvent, silentLogger } from './types.js';
+export {
+  type AnyJobHandler,
+  type BatchContext,
+  type BatchOutcome,
+  type Job,
+  type JobBatchHandler,
+  type JobContext,
+  type JobHandler,
+  type JobOutcome,
+  type QueueLogger,
+  type WorkerEvent,
+  silentLogger,
+} from './types.js';
 export { NonRetryableError, QueueErrorCode, QueueInputError } from './errors.js';
 // Periodic jobs on the queue.
 export { type PeriodicJob, type Schedule, checkSchedule, periodicHandler, startPeriodicKeeper } from './periodic/periodic.js';

@@ -53,6 +53,42 @@ export type JobOutcome = { readonly retryAt: number } | { readonly retryInMs: nu
 
 export type JobHandler = (job: Job, ctx: JobContext) => Promise<void | JobOutcome> | void | JobOutcome;
 
+/** What a batch handler gets besides its jobs. */
+export type BatchContext = Omit<JobContext, 'extendLease'> & {
+  /** Renews every job's lease (see JobContext.extendLease); whether each is still held, in the jobs' order. */
+  extendLeases(ms?: number): Promise<readonly boolean[]>;
+  /** One job's own context (its own lease), for work the batch does job by job. */
+  of(job: Job): JobContext;
+};
+
+/**
+ * One job's outcome in a batch: nothing (done: ack), a JobOutcome (handed
+ * back, no failure counted), or `{ error }`: failed as if a single handler had
+ * thrown it (retried after the type's backoff; dead at once for a
+ * NonRetryableError or on the last attempt).
+ */
+export type BatchOutcome = void | JobOutcome | { readonly error: unknown };
+
+/**
+ * A handler that takes up to `maxBatch` claimed jobs of its type at once (one
+ * statement for all of them, say) and answers an outcome per job, in the
+ * order given. Each job is still acked, handed back or failed on its own,
+ * fenced by its own token. Throwing fails every job of the batch. The jobs
+ * claimed while `concurrency` batches of the type run wait and go together
+ * in the next one, so the batches grow with the load (no timer holds a job
+ * back to fill one).
+ */
+export type JobBatchHandler = {
+  readonly batch: (jobs: readonly Job[], ctx: BatchContext) => Promise<readonly BatchOutcome[]>;
+  /** Most jobs in one call (default 100). */
+  readonly maxBatch?: number;
+  /** Calls of this type running at once (default 2), within the worker's concurrency. */
+  readonly concurrency?: number;
+};
+
+/** What a worker runs for a job type: one job at a time, or a batch. */
+export type AnyJobHandler = JobHandler | JobBatchHandler;
+
 export type QueueLogger = {
   debug(obj: object, msg: string): void;
   info(obj: object, msg: string): void;

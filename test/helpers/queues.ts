@@ -2,7 +2,7 @@
 // and tears everything down afterwards.
 import type { RedisClient } from '../../src/core/redis.js';
 import { createQueue, type JobTypeOptions, type Queue } from '../../src/queue/producer/queue.js';
-import type { JobHandler, WorkerEvent } from '../../src/queue/types.js';
+import type { AnyJobHandler, WorkerEvent } from '../../src/queue/types.js';
 import { createWorker, type Worker, type WorkerOptions } from '../../src/queue/consumer/worker.js';
 import { dropQueue, redisClient, uniqueQueueName } from './redis.js';
 
@@ -11,7 +11,7 @@ export type Harness = {
   queue: Queue;
   events: WorkerEvent[];
   startWorker(
-    handlers: Record<string, JobHandler>,
+    handlers: Record<string, AnyJobHandler>,
     opts?: Partial<Omit<WorkerOptions, 'queue' | 'redis' | 'handlers'>>,
   ): Promise<{ worker: Worker; redis: RedisClient }>;
   close(): Promise<void>;

@@ -22,7 +22,7 @@ import type { ServiceModule } from '../../src/core/module.js';
 import { dedupeKey } from '../../src/core/outbox.js';
 import { DELIVER_JOB, deliverJobId, scheduleDeliveries } from '../../src/modules/notifications/notifications.jobs.js';
 import type { JobInfo } from '../../src/queue/producer/queue.js';
-import type { Job } from '../../src/queue/types.js';
+import type { Job, JobHandler } from '../../src/queue/types.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { failNotificationWrites } from '../helpers/db-faults.js';
 import { gate } from '../helpers/queues.js';
@@ -272,7 +272,7 @@ describe('with attempts left', () => {
     const renewing = gate();
     const renewed = gate();
     const job = deliveryJob(w.notifications().queue.name, n);
-    const delivery = w.notifications().handlers[DELIVER_JOB]!(job, {
+    const delivery = (w.notifications().handlers[DELIVER_JOB] as JobHandler)(job, {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
       now: Date.now,
@@ -300,7 +300,7 @@ describe('after a refusal', () => {
   /** Runs the delivery handler of row `id` by hand, as the engine would on attempt `attempts`. */
   const deliverAs = (id: string, attempts: number, dueAt = Date.now()) => {
     const job = deliveryJob(w.notifications().queue.name, id, { attempts, dueAt });
-    return w.notifications().handlers[DELIVER_JOB]!(job, {
+    return (w.notifications().handlers[DELIVER_JOB] as JobHandler)(job, {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
       now: Date.now,
@@ -336,7 +336,7 @@ describe('after a refusal', () => {
     const id = await w.orderNotification('cut-off');
     const stop = new AbortController();
     const job = deliveryJob(w.notifications().queue.name, id, { maxAttempts: 1, lastAttempt: true });
-    const delivery = w.notifications().handlers[DELIVER_JOB]!(job, {
+    const delivery = (w.notifications().handlers[DELIVER_JOB] as JobHandler)(job, {
       signal: stop.signal,
       leaseMs: LEASE_MS,
       now: Date.now,

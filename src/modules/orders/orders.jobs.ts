@@ -1,7 +1,9 @@
-// The expiry job of one order: idempotent, a second delivery changes nothing.
+// The expiry jobs of orders, handled in batches: one statement cancels every
+// due order of the batch (orders.repository.ts expireMany). Idempotent: a
+// second delivery finds its order settled and changes nothing.
 // (The periodic reconciliation pass is in orders.reconcile.ts.)
 import { z } from 'zod';
-import { NonRetryableError, type JobHandler } from '../../queue/index.js';
+import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { Logger } from '../../core/logger.js';
 import { EXPIRE_JOB, type OrdersService } from './orders.service.js';
 
@@ -9,17 +11,30 @@ import { EXPIRE_JOB, type OrdersService } from './orders.service.js';
 // the database says the deadline passes (a delay it measured on its own clock,
 // so no third clock enters), but not in a tight loop.
 const MIN_DEFER_MS = 20;
+/** Expiries cancelled by one statement at most. */
+export const EXPIRE_BATCH_MAX = 500;
 
 const expirePayload = z.object({ orderId: z.uuid() });
 
-export function ordersJobHandlers(service: OrdersService, log: Logger): Record<string, JobHandler> {
+export function ordersJobHandlers(service: OrdersService, log: Logger): Record<string, AnyJobHandler> {
   return {
-    [EXPIRE_JOB]: async (job) => {
-      const p = expirePayload.safeParse(job.payload);
-      if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      const r = await service.expire(p.data.orderId);
-      if (r.kind === 'not_due') return { retryInMs: Math.max(r.inMs + 1, MIN_DEFER_MS) };
-      if (r.kind === 'cancelled') log.info({ jobId: job.id, orderId: p.data.orderId }, 'order cancelled: payment timeout');
+    [EXPIRE_JOB]: {
+      maxBatch: EXPIRE_BATCH_MAX,
+      async batch(jobs) {
+        const orderIds = jobs.map((job) => {
+          const p = expirePayload.safeParse(job.payload);
+          return p.success ? p.data.orderId : null;
+        });
+        const outcomes = await service.expireMany([...new Set(orderIds.flatMap((id) => (id ? [id] : [])))]);
+        return jobs.map((job, i): BatchOutcome => {
+          const orderId = orderIds[i];
+          if (!orderId) return { error: new NonRetryableError(`bad payload for ${job.id}`) };
+          const r = outcomes.get(orderId);
+          if (r?.kind === 'not_due') return { retryInMs: Math.max(r.inMs + 1, MIN_DEFER_MS) };
+          if (r?.kind === 'cancelled') log.info({ jobId: job.id, orderId }, 'order cancelled: payment timeout');
+          return undefined;
+        });
+      },
     },
   };
 }

@@ -36,6 +36,9 @@ export type NewOrder = {
 
 type CancelledRow = { id: string; notification_id: string | null };
 
+/** What an expiry did to one order; not_due: still inside its window by the database clock, for `inMs` more. */
+export type ExpiryOutcome = { kind: 'cancelled'; notificationId: string | null } | { kind: 'settled' } | { kind: 'not_due'; inMs: number };
+
 type RawOrder = {
   id: string;
   customer_id: string;
@@ -95,7 +98,8 @@ const CANCELLED_NOTICE = Prisma.raw(
   }),
 );
 
-function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
+/** The cancelling CTEs: `c` the orders it cancelled, `n` their new outbox rows. */
+function cancelCtes(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
   return Prisma.sql`
     WITH c AS (
       UPDATE orders
@@ -106,8 +110,11 @@ function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
       ${CANCELLED_NOTICE}
       ON CONFLICT (dedupe_key) DO NOTHING
       RETURNING id, order_id
-    )
-    SELECT c.id, n.id AS notification_id FROM c LEFT JOIN n ON n.order_id = c.id`;
+    )`;
+}
+
+function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
+  return Prisma.sql`${cancelCtes(target, reason)} SELECT c.id, n.id AS notification_id FROM c LEFT JOIN n ON n.order_id = c.id`;
 }
 
 export function createOrdersRepository(db: Db) {
@@ -190,15 +197,41 @@ export function createOrdersRepository(db: Db) {
       return r ? { status: r.status, expired: r.expired, expiresAt: r.expires_at, msToExpiry: r.ms } : null;
     },
 
-    /**
-     * Cancels one UNPAID order (only once its window closed, for a timeout) with its
-     * outbox row; returns the new notification's id, or null when nothing changed.
-     */
-    async cancel(id: string, reason: CancelReason): Promise<{ notificationId: string | null } | null> {
-      const target = reason === 'PAYMENT_TIMEOUT' ? Prisma.sql`id = ${id}::uuid AND expires_at <= now()` : Prisma.sql`id = ${id}::uuid`;
-      const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(target, reason));
+    /** A customer's cancel of an UNPAID order, with its outbox row; the new notification's id, or null when nothing changed. */
+    async cancel(id: string): Promise<{ notificationId: string | null } | null> {
+      const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(Prisma.sql`id = ${id}::uuid`, 'CUSTOMER'));
       const r = rows[0];
       return r ? { notificationId: r.notification_id } : null;
+    },
+
+    /**
+     * The expiry of many orders in one statement: cancels those still UNPAID
+     * whose window has closed by the database clock, with their outbox rows,
+     * and answers for every id asked: cancelled (with its notification),
+     * still inside its window (for how many ms), or settled (paid, cancelled
+     * already, or unknown). A pay racing the statement on a row is judged as
+     * by cancel(): the UPDATE re-checks `status = 'UNPAID'` on the row the
+     * pay committed, so one of the two wins and the other changes nothing.
+     */
+    async expireMany(ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
+      const sorted = [...ids].sort(); // rows locked in one order by every batch
+      const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>`
+        ${cancelCtes(Prisma.sql`id = ANY(${sorted}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT')}
+        -- o is the statement's snapshot, before c: a row c did not change that
+        -- the snapshot shows UNPAID past its deadline was changed by a
+        -- concurrent transaction (paid or cancelled) after the snapshot.
+        SELECT o.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, o.status::text AS status,
+               GREATEST(0, ceil(extract(epoch FROM o.expires_at - now()) * 1000))::int AS ms
+          FROM orders o LEFT JOIN c ON c.id = o.id LEFT JOIN n ON n.order_id = o.id
+         WHERE o.id = ANY(${sorted}::uuid[])`;
+      const out = new Map<string, ExpiryOutcome>();
+      for (const r of rows) {
+        if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
+        else if (r.status === 'UNPAID' && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
+        else out.set(r.id, { kind: 'settled' });
+      }
+      for (const id of ids) if (!out.has(id)) out.set(id, { kind: 'settled' });
+      return out;
     },
 
     /** Cancels up to `limit` orders unpaid for longer than `graceSeconds` past their deadline; returns their notification ids. */

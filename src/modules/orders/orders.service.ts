@@ -11,7 +11,7 @@ import { afterCommit } from '../../core/redis-call.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
-import type { NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
+import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
 
 export const EXPIRE_JOB = 'order.expire';
 export const expireJobId = (orderId: string) => `order:${orderId}:expire`;
@@ -51,9 +51,6 @@ export function gatherInserts(repo: Pick<OrdersRepository, 'insertMany'>): Gathe
     }
   }, GATHER_MAX);
 }
-
-/** not_due: still inside its window by the database clock, for `inMs` more. */
-export type ExpireResult = { kind: 'cancelled' } | { kind: 'settled' } | { kind: 'not_due'; inMs: number };
 
 export function createOrdersService(d: OrdersServiceDeps) {
   const { repo, queue, log } = d;
@@ -130,7 +127,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
     },
 
     async cancel(id: string): Promise<OrderRow> {
-      const done = await repo.cancel(id, 'CUSTOMER');
+      const done = await repo.cancel(id);
       if (done) {
         await Promise.all([dropExpiry(id), d.dispatch(done.notificationId ? [done.notificationId] : [])]);
         return mustFind(id);
@@ -140,16 +137,16 @@ export function createOrdersService(d: OrdersServiceDeps) {
       return order; // already cancelled
     },
 
-    /** The expiry job: cancel if still unpaid and past its deadline by the database clock. */
-    async expire(orderId: string): Promise<ExpireResult> {
-      const done = await repo.cancel(orderId, 'PAYMENT_TIMEOUT');
-      if (done) {
-        await d.dispatch(done.notificationId ? [done.notificationId] : []);
-        return { kind: 'cancelled' };
-      }
-      const st = await repo.state(orderId);
-      if (st?.status === 'UNPAID') return { kind: 'not_due', inMs: st.msToExpiry };
-      return { kind: 'settled' };
+    /**
+     * The expiry jobs of many orders in one statement: each cancelled if still
+     * unpaid and past its deadline by the database clock; the cancellations'
+     * notifications handed to delivery together. An outcome per order id.
+     */
+    async expireMany(orderIds: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
+      const outcomes = await repo.expireMany(orderIds);
+      const notices = [...outcomes.values()].flatMap((r) => (r.kind === 'cancelled' && r.notificationId ? [r.notificationId] : []));
+      if (notices.length > 0) await d.dispatch(notices);
+      return outcomes;
     },
   };
 }

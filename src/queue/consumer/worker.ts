@@ -12,7 +12,18 @@ import { createFailureHandler } from './job-failure.js';
 import { type ClaimedRaw, type RedisClient, runExtend, runNack, runRelease } from '../scripts/scripts.js';
 import { createServerClock, localNow } from '../wake/server-clock.js';
 import { type ShardPoller, createShardPoller } from './shard-poller.js';
-import { type Job, type JobContext, type JobHandler, type JobOutcome, type QueueLogger, type WorkerEvent, silentLogger } from '../types.js';
+import {
+  type AnyJobHandler,
+  type BatchContext,
+  type BatchOutcome,
+  type Job,
+  type JobBatchHandler,
+  type JobContext,
+  type JobOutcome,
+  type QueueLogger,
+  type WorkerEvent,
+  silentLogger,
+} from '../types.js';
 import { type WakeSubscriber, listenForWakeUps } from '../wake/wake-subscriber.js';
 
 export type WorkerOptions = {
@@ -21,9 +32,9 @@ export type WorkerOptions = {
   readonly redis: RedisClient;
   /** Connection for Pub/Sub (it cannot run other commands); default: a duplicate of redis. */
   readonly subscriber?: RedisClient;
-  /** A handler for every job type of the queue. */
-  readonly handlers: Readonly<Record<string, JobHandler>>;
-  /** Handlers running at once. Default 50. */
+  /** A handler for every job type of the queue: one job at a time, or a batch (JobBatchHandler). */
+  readonly handlers: Readonly<Record<string, AnyJobHandler>>;
+  /** Handler calls running at once (a batch is one). Default 50. */
   readonly concurrency?: number;
   /**
    * Claimed jobs waiting for a free slot, beyond the running ones. Default:
@@ -51,6 +62,11 @@ export type WorkerOptions = {
 };
 
 type Claimed = { job: Job; claimedAt: number };
+/** A batch job type's waiting jobs and its calls running now. */
+type BatchLane = { readonly handler: JobBatchHandler; readonly max: number; readonly limit: number; waiting: Claimed[]; running: number };
+
+const DEFAULT_MAX_BATCH = 100;
+const DEFAULT_BATCH_CONCURRENCY = 2;
 
 const ABORT_SETTLE_MS = 1_000;
 /** Longest lease a handler may ask for. */
@@ -83,14 +99,25 @@ export function createWorker(o: WorkerOptions): Worker {
   const leaseMs = o.leaseMs ?? 30_000;
   const idleRecheckMs = o.idleRecheckMs ?? 5_000;
   const graceMs = o.shutdownGraceMs ?? 10_000;
+  const lanes = new Map<string, BatchLane>();
   for (const type of queue.types) {
-    if (typeof o.handlers[type] !== 'function') throw new Error(`worker for queue ${queue.name} has no handler for ${type}`);
+    const h = o.handlers[type];
+    if (typeof h === 'function') continue;
+    if (typeof h?.batch !== 'function') throw new Error(`worker for queue ${queue.name} has no handler for ${type}`);
+    const max = h.maxBatch ?? DEFAULT_MAX_BATCH;
+    const limit = h.concurrency ?? DEFAULT_BATCH_CONCURRENCY;
+    if (!Number.isSafeInteger(max) || max < 1 || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new Error(`batch handler for ${type}: maxBatch and concurrency must be whole numbers from 1`);
+    }
+    lanes.set(type, { handler: h, max, limit, waiting: [], running: 0 });
   }
 
   const clock = createServerClock();
   const shutdown = new AbortController();
   const buffer: Claimed[] = [];
+  /** Handler calls in progress, and the jobs they hold (a batch holds many). */
   const running = new Set<Promise<void>>();
+  let runningJobs = 0;
   let stopping = false;
   let stopped: Promise<{ released: number; unfinished: number }> | null = null;
   let wake: WakeSubscriber | null = null;
@@ -98,7 +125,12 @@ export function createWorker(o: WorkerOptions): Worker {
 
   const fail = createFailureHandler({ queue, redis, log, emit, shutdown: shutdown.signal });
   const acks: AckBatcher[] = queue.keys.map((k) => createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' })));
-  const room = () => (stopping ? 0 : concurrency + prefetch.current() - running.size - buffer.length);
+  const buffered = () => {
+    let n = buffer.length;
+    for (const lane of lanes.values()) n += lane.waiting.length;
+    return n;
+  };
+  const room = () => (stopping ? 0 : concurrency + prefetch.current() - runningJobs - buffered());
   // A poller waiting for room is woken once a useful batch fits, not per finished job.
   const lowWater = () => Math.max(1, Math.floor((concurrency + prefetch.current()) / 4));
   const pollers: ShardPoller[] = queue.keys.map((keys, shard) =>
@@ -142,7 +174,7 @@ export function createWorker(o: WorkerOptions): Worker {
         surplus.push({ id: job.id, token: job.token });
         continue;
       }
-      buffer.push({ job, claimedAt });
+      (lanes.get(job.type)?.waiting ?? buffer).push({ job, claimedAt });
       taken++;
     }
     if (surplus.length > 0) {
@@ -183,52 +215,149 @@ export function createWorker(o: WorkerOptions): Worker {
 
   function pump(): void {
     if (stopping) return;
-    while (running.size < concurrency && buffer.length > 0) {
-      const c = buffer.shift() as Claimed;
-      const p = run(c)
-        .then((ran) => {
-          if (ran) prefetch.completed();
-        })
-        .catch((err: unknown) => log.error({ err, queue: queue.name, jobId: c.job.id }, 'job run failed; it returns after its lease'))
-        .finally(() => {
-          running.delete(p);
-          pump();
-        });
-      running.add(p);
+    let started = true;
+    while (started && running.size < concurrency) {
+      started = false;
+      for (const [type, lane] of lanes) {
+        if (lane.waiting.length === 0 || lane.running >= lane.limit || running.size >= concurrency) continue;
+        const batch = lane.waiting.splice(0, lane.max);
+        lane.running++;
+        launch(runBatch(type, lane.handler, batch), batch.length, batch[0]?.job.id, () => lane.running--);
+        started = true;
+      }
+      const c = running.size < concurrency ? buffer.shift() : undefined;
+      if (c) {
+        launch(
+          run(c).then((ran) => (ran ? 1 : 0)),
+          1,
+          c.job.id,
+        );
+        started = true;
+      }
     }
-    // Jobs slowed down since they were claimed (the oldest buffered one has
-    // waited long): hand back what the buffer holds beyond the budget, so other
+    // Jobs slowed down since they were claimed (the oldest waiting one has
+    // waited long): hand back what is waiting beyond the budget, so other
     // workers take it now instead of it waiting here behind slow handlers.
-    const head = buffer[0];
     const budget = prefetch.current();
-    if (head && buffer.length > budget && localNow() - head.claimedAt > STALLED_MS) void releaseBuffered(budget);
+    for (const waiting of [buffer, ...[...lanes.values()].map((l) => l.waiting)]) {
+      const head = waiting[0];
+      if (head && waiting.length > budget && localNow() - head.claimedAt > STALLED_MS) void releaseWaiting(waiting, budget);
+    }
     if (room() >= lowWater()) for (const p of pollers) if (p.starved) p.wakeNow();
+  }
+
+  /** Runs one handler call holding `jobs` claimed jobs; `ran` resolves to how many were run (not lost while they waited). */
+  function launch(ran: Promise<number>, jobs: number, firstId: string | undefined, done?: () => void): void {
+    runningJobs += jobs;
+    const p = ran
+      .then((n) => {
+        for (let i = 0; i < n; i++) prefetch.completed();
+      })
+      .catch((err: unknown) => log.error({ err, queue: queue.name, jobId: firstId, jobs }, 'job run failed; its jobs return after their lease'))
+      .finally(() => {
+        running.delete(p);
+        runningJobs -= jobs;
+        done?.();
+        pump();
+      });
+    running.add(p);
   }
 
   /** Runs one claimed job; false when it was not run (its lease was lost while it waited). */
   async function run(c: Claimed): Promise<boolean> {
     const { job } = c;
-    const k = queue.keys[job.shard] as ShardKeys;
     // A job that waited in the buffer for much of its lease renews it first,
     // so a slow pool never lets the lease run out before the handler starts.
     if (localNow() - c.claimedAt > leaseMs / 2 && !(await extend(job, leaseMs))) return false;
     const started = localNow();
     emit({ kind: 'started', job, latenessMs: clock.now() - job.dueAt });
-    const ctx: JobContext = { signal: shutdown.signal, extendLease: async (ms) => extend(job, checkLease(ms ?? leaseMs)), leaseMs, now: clock.now };
+    const ctx = contextOf(job);
     let outcome: void | JobOutcome;
     try {
-      // Claims count attempts, so a job whose deliveries all lost their lease
-      // (it crashes or hangs its workers) arrives here past its limit.
-      if (job.attempts > job.maxAttempts) {
-        throw new NonRetryableError(`lease expired on each of ${job.maxAttempts} attempts; not run again`);
-      }
       const handler = o.handlers[job.type];
-      if (!handler) throw new NonRetryableError(`no handler for job type ${job.type}`);
-      outcome = await handler({ ...job, payload: decodeOrFail(job.payload as string) }, ctx);
+      if (typeof handler !== 'function') throw new NonRetryableError(`no handler for job type ${job.type}`);
+      outcome = await handler(runnable(job), ctx);
     } catch (err) {
       await fail(job, err);
       return true;
     }
+    await applyOutcome(job, outcome, started);
+    return true;
+  }
+
+  function contextOf(job: Job): JobContext {
+    return { signal: shutdown.signal, extendLease: async (ms) => extend(job, checkLease(ms ?? leaseMs)), leaseMs, now: clock.now };
+  }
+
+  /**
+   * The job as its handler sees it: payload decoded. Throws (a
+   * NonRetryableError) for a job that must not run: its payload unreadable, or
+   * past its attempts (claims count attempts, so a job whose deliveries all
+   * lost their lease, crashing or hanging their workers, arrives here past
+   * its limit).
+   */
+  function runnable(job: Job): Job {
+    if (job.attempts > job.maxAttempts) throw new NonRetryableError(`lease expired on each of ${job.maxAttempts} attempts; not run again`);
+    return { ...job, payload: decodeOrFail(job.payload as string) };
+  }
+
+  /**
+   * Runs claimed jobs of one batch type in one call: every job's lease held
+   * (renewed first if it waited long), each outcome then applied to its own
+   * job, fenced by its own token, as run() applies a single handler's.
+   */
+  async function runBatch(type: string, handler: JobBatchHandler, claimed: readonly Claimed[]): Promise<number> {
+    const held = await Promise.all(claimed.map(async (c) => (localNow() - c.claimedAt > leaseMs / 2 ? extend(c.job, leaseMs) : true)));
+    const jobs: Job[] = [];
+    const failures: Promise<void>[] = [];
+    claimed.forEach((c, i) => {
+      if (!held[i]) return;
+      emit({ kind: 'started', job: c.job, latenessMs: clock.now() - c.job.dueAt });
+      try {
+        jobs.push(runnable(c.job));
+      } catch (err) {
+        failures.push(fail(c.job, err));
+      }
+    });
+    const ran = jobs.length + failures.length;
+    if (jobs.length === 0) {
+      await Promise.all(failures);
+      return ran;
+    }
+    const started = localNow();
+    const ctx: BatchContext = {
+      signal: shutdown.signal,
+      extendLeases: async (ms) => {
+        const until = checkLease(ms ?? leaseMs);
+        return Promise.all(jobs.map((j) => extend(j, until)));
+      },
+      of: contextOf,
+      leaseMs,
+      now: clock.now,
+    };
+    let outcomes: readonly BatchOutcome[];
+    try {
+      outcomes = await handler.batch(jobs, ctx);
+      if (!Array.isArray(outcomes) || outcomes.length !== jobs.length) {
+        throw new Error(`batch handler for ${type} answered ${Array.isArray(outcomes) ? outcomes.length : 'no'} outcomes for ${jobs.length} jobs`);
+      }
+    } catch (err) {
+      await Promise.all([...failures, ...jobs.map((j) => fail(j, err))]);
+      return ran;
+    }
+    await Promise.all([
+      ...failures,
+      ...jobs.map((j, i) => {
+        const outcome = outcomes[i];
+        return outcome && 'error' in outcome ? fail(j, outcome.error) : applyOutcome(j, outcome, started);
+      }),
+    ]);
+    return ran;
+  }
+
+  /** A handler's answer for one job: handed back at the time it names, or done (acked in bulk). */
+  async function applyOutcome(job: Job, outcome: void | JobOutcome, started: number): Promise<void> {
+    const k = queue.keys[job.shard] as ShardKeys;
     if (outcome && ('retryAt' in outcome || 'retryInMs' in outcome)) {
       // retryAt is on Redis's clock: the job lands on it exactly (a periodic
       // job's next occurrence), whatever this worker's clock estimate; retryInMs
@@ -242,14 +371,13 @@ export function createWorker(o: WorkerOptions): Worker {
         when = t.timeKind === 'at' ? { at: t.time } : { delayMs: t.time };
       } catch (err) {
         await fail(job, err);
-        return true;
+        return;
       }
       await runRelease(redis, k, [{ id: job.id, token: job.token }], when);
-      return true;
+      return;
     }
     (acks[job.shard] as AckBatcher).add(job.id, job.token);
     emit({ kind: 'completed', job, durationMs: localNow() - started });
-    return true;
   }
 
   async function extend(job: Job, ms: number): Promise<boolean> {
@@ -268,9 +396,15 @@ export function createWorker(o: WorkerOptions): Worker {
     }
   }
 
-  /** Hands back the buffered jobs from index `from` on (all by default), attempts refunded. */
-  async function releaseBuffered(from = 0): Promise<number> {
-    const taken = buffer.splice(from);
+  /** Hands back every waiting job, attempts refunded. */
+  async function releaseBuffered(): Promise<number> {
+    const counts = await Promise.all([buffer, ...[...lanes.values()].map((l) => l.waiting)].map((w) => releaseWaiting(w, 0)));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** Hands back the jobs of a waiting list from index `from` on, attempts refunded. */
+  async function releaseWaiting(waiting: Claimed[], from: number): Promise<number> {
+    const taken = waiting.splice(from);
     let released = 0;
     for (let shard = 0; shard < queue.keys.length; shard++) {
       const items = taken.filter((c) => c.job.shard === shard).map((c) => ({ id: c.job.id, token: c.job.token }));
@@ -317,7 +451,7 @@ export function createWorker(o: WorkerOptions): Worker {
     await wake?.stop();
     const deadline = localNow() + graceMs;
     await settle(graceMs);
-    const unfinished = running.size;
+    const unfinished = runningJobs;
     if (unfinished > 0) {
       shutdown.abort(new Error('worker shutdown grace period ended'));
       log.warn({ queue: queue.name, unfinished }, 'handlers still running at shutdown; their jobs are released or return after the lease');
