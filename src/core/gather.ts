@@ -55,6 +55,28 @@ export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<reado
   };
 }
 
+/**
+ * Gathers calls into one batch call (`many`: an answer per item, in order).
+ * A batch call that fails as a whole is made again item by item (`one`), so
+ * an item the statement cannot take fails alone, unless `whole(err)` says the
+ * failure was not the items' (the database is not there at all) or the batch
+ * held one item.
+ */
+export function gatherOrEach<I, O>(
+  many: (items: readonly I[]) => Promise<readonly O[]>,
+  one: (item: I) => Promise<O>,
+  o: { maxBatch: number; whole: (err: unknown) => boolean },
+): Gatherer<I, O> {
+  return createGatherer<I, O>(async (items) => {
+    try {
+      return (await many(items)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (items.length === 1 || o.whole(err)) throw err;
+      return settleEach(items, one);
+    }
+  }, o.maxBatch);
+}
+
 /** Settles every item with the same outcome of one call per item (the fallback when a batch call fails as a whole). */
 export async function settleEach<I, O>(items: readonly I[], one: (item: I) => Promise<O>): Promise<Settled<O>[]> {
   return Promise.all(

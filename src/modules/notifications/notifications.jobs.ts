@@ -3,11 +3,13 @@
 // relay, which hands over rows whose delivery job was lost, is in
 // notifications.reconcile.ts.)
 import { z } from 'zod';
+import { isDatabaseUnavailable } from '../../core/db-errors.js';
+import { gatherOrEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationStatus } from '../../core/outbox.js';
 import { NonRetryableError, type JobHandler, type Queue } from '../../queue/index.js';
 import type { Notifier } from './notifier.js';
-import type { NotificationsRepository } from './notifications.repository.js';
+import type { Claim, NotificationsRepository } from './notifications.repository.js';
 
 export const DELIVER_JOB = 'notification.deliver';
 export const deliverJobId = (notificationId: string) => `notification:${notificationId}:deliver`;
@@ -24,6 +26,8 @@ const deliverPayload = z.object({
   refused: z.string().max(1_000).optional(),
 });
 type KeptOutcome = { delivered: true } | { refused: string };
+/** Claims or SENT marks sharing one statement at most. */
+const GATHER_MAX = 200;
 /** A delivery that found its row's withdrawal lifted while it looked comes back this soon. */
 const LOOK_AGAIN_MS = 100;
 /** A delivery replaced by one that only records its outcome is due this long after (the database has just failed for about 2 s). */
@@ -49,6 +53,15 @@ export function notificationsJobHandlers(deps: {
   sendingStaleMs: number;
 }): Record<string, JobHandler> {
   const { repo, notifier, log } = deps;
+  // Deliveries running at once share their claims and SENT marks: one
+  // statement for those made in one event-loop turn, each row still judged
+  // and recorded on its own (a row the statement cannot take fails alone).
+  const claims = gatherOrEach<{ id: string; dueAt: Date }, Claim>(
+    (items) => repo.claimMany(items, deps.sendingStaleMs),
+    (item) => repo.claim(item.id, deps.sendingStaleMs, item),
+    { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable },
+  );
+  const sentMarks = gatherOrEach<string, boolean>(repo.markSentMany, repo.markSent, { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable });
   /** Replaces the delivery's job (fencing this delivery) by one that only records `outcome`; false when Redis would not take it either. */
   const keep = (jobId: string, notificationId: string, outcome: KeptOutcome) =>
     deps.queue
@@ -65,7 +78,7 @@ export function notificationsJobHandlers(deps: {
         // outage): handed back, no attempt used, until it is recorded.
         let status: NotificationStatus | null = null;
         try {
-          if (delivered) await repo.markSent(notificationId);
+          if (delivered) await sentMarks.submit(notificationId);
           else status = await repo.recordFailure(notificationId, refusal!, true, true);
         } catch (err) {
           log.error({ err, notificationId }, 'notification outcome still not recorded; trying again later');
@@ -86,7 +99,7 @@ export function notificationsJobHandlers(deps: {
       // last writes; a busy hand-back refunded its attempt) or one that
       // replaced it (a reminder taken back while its refused call ran): the
       // receiver already refused it, so the job goes to the dead set, uncalled.
-      const c = await repo.claim(notificationId, deps.sendingStaleMs, { dueAt: new Date(job.dueAt) });
+      const c = await claims.submit({ id: notificationId, dueAt: new Date(job.dueAt) });
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${notificationId} is FAILED; a redrive sends it again`);
       // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };
@@ -137,7 +150,7 @@ export function notificationsJobHandlers(deps: {
       // the job come back blind (no attempt used): it finds the row SENDING
       // past its call and, its outcome unknown, sends once more.
       try {
-        await persistently(() => repo.markSent(n.id), ctx);
+        await persistently(() => sentMarks.submit(n.id), ctx);
       } catch (err) {
         if (await keep(job.id, n.id, { delivered: true })) {
           log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');

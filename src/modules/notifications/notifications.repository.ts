@@ -38,7 +38,7 @@ const COLUMNS = `id, kind::text AS kind, status::text AS status, order_id AS "or
   created_at AS "createdAt", sent_at AS "sentAt"`;
 
 export function createNotificationsRepository(db: Db) {
-  return {
+  const repo = {
     find(id: string): Promise<NotificationRow | null> {
       return db.notification.findUnique({ where: { id } });
     },
@@ -55,10 +55,22 @@ export function createNotificationsRepository(db: Db) {
      * call of it can be running any more), or `missing`.
      */
     async claim(id: string, staleMs: number, delivery: { dueAt: Date }): Promise<Claim> {
+      return (await repo.claimMany([{ id, dueAt: delivery.dueAt }], staleMs))[0] as Claim;
+    },
+
+    /**
+     * claim() of many rows in one statement, each judged on its own as claim()
+     * judges it; an answer per item, in order. The ids must be distinct (one
+     * statement changes a row once: a second claim of it would read the first's).
+     */
+    async claimMany(items: readonly { id: string; dueAt: Date }[], staleMs: number): Promise<Claim[]> {
+      if (new Set(items.map((i) => i.id)).size !== items.length) throw new Error('claimMany: the ids must be distinct');
       const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
-        `WITH c AS (
-           UPDATE notifications SET status = 'SENDING', sending_at = now(), sending_due_at = $3::timestamptz, redrive_requested = false
-            WHERE id = $1::uuid AND withdrawn_at IS NULL
+        `WITH t AS (SELECT * FROM unnest($1::uuid[], $3::timestamptz[]) AS t(id, due_at)),
+         c AS (
+           UPDATE notifications SET status = 'SENDING', sending_at = now(), redrive_requested = false,
+                  sending_due_at = (SELECT t.due_at FROM t WHERE t.id = notifications.id)
+            WHERE id = ANY($1::uuid[]) AND withdrawn_at IS NULL
               AND (status = 'PENDING' OR (status = 'FAILED' AND redrive_requested)
                    OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => $2::double precision / 1000)))
            RETURNING ${COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs"
@@ -69,19 +81,22 @@ export function createNotificationsRepository(db: Db) {
                 CASE WHEN status = 'SENDING'
                      THEN GREATEST(0, ceil(extract(epoch FROM sending_at + make_interval(secs => $2::double precision / 1000) - now()) * 1000))::int
                      ELSE 0 END
-           FROM notifications WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM c)`,
-        id,
+           FROM notifications WHERE id = ANY($1::uuid[]) AND id NOT IN (SELECT id FROM c)`,
+        items.map((i) => i.id),
         staleMs,
-        delivery.dueAt,
+        items.map((i) => i.dueAt),
       );
-      const r = rows[0];
-      if (!r) return { kind: 'missing' };
-      const { claimed, withdrawn, busyMs, ...row } = r;
-      if (claimed) return { kind: 'claimed', row };
-      if (row.status === 'SENT' || row.status === 'CANCELLED') return { kind: 'done' };
-      if (busyMs > 0) return { kind: 'busy', inMs: busyMs };
-      if (row.status === 'FAILED' && !withdrawn) return { kind: 'failed' };
-      return withdrawn ? { kind: 'withdrawn' } : { kind: 'done' };
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return items.map(({ id }): Claim => {
+        const r = byId.get(id);
+        if (!r) return { kind: 'missing' };
+        const { claimed, withdrawn, busyMs, ...row } = r;
+        if (claimed) return { kind: 'claimed', row };
+        if (row.status === 'SENT' || row.status === 'CANCELLED') return { kind: 'done' };
+        if (busyMs > 0) return { kind: 'busy', inMs: busyMs };
+        if (row.status === 'FAILED' && !withdrawn) return { kind: 'failed' };
+        return withdrawn ? { kind: 'withdrawn' } : { kind: 'done' };
+      });
     },
 
     /**
@@ -107,10 +122,17 @@ export function createNotificationsRepository(db: Db) {
      * withdrawal during the call cannot unsend it). False when it was SENT already.
      */
     async markSent(id: string): Promise<boolean> {
-      const n = await db.$executeRaw`
+      return (await repo.markSentMany([id]))[0] as boolean;
+    },
+
+    /** markSent() of many rows in one statement; whether each was marked here, in order. */
+    async markSentMany(ids: readonly string[]): Promise<boolean[]> {
+      const rows = await db.$queryRaw<{ id: string }[]>`
         UPDATE notifications SET status = 'SENT', sent_at = now(), attempts = attempts + 1, last_error = NULL
-         WHERE id = ${id}::uuid AND status <> 'SENT'`;
-      return n === 1;
+         WHERE id = ANY(${[...ids]}::uuid[]) AND status <> 'SENT'
+        RETURNING id::text AS id`;
+      const marked = new Set(rows.map((r) => r.id));
+      return ids.map((id, i) => marked.has(id) && ids.indexOf(id) === i);
     },
 
     /**
@@ -189,6 +211,7 @@ export function createNotificationsRepository(db: Db) {
          LIMIT ${limit}`;
     },
   };
+  return repo;
 }
 
 export type NotificationsRepository = ReturnType<typeof createNotificationsRepository>;

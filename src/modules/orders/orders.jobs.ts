@@ -23,7 +23,7 @@ export function ordersJobHandlers(service: OrdersService, log: Logger): Record<s
       async batch(jobs) {
         const orderIds = jobs.map((job) => {
           const p = expirePayload.safeParse(job.payload);
-          return p.success ? p.data.orderId : null;
+          return p.success ? p.data.orderId.toLowerCase() : null; // as the database answers ids
         });
         const outcomes = await service.expireMany([...new Set(orderIds.flatMap((id) => (id ? [id] : [])))]);
         return jobs.map((job, i): BatchOutcome => {

@@ -214,16 +214,19 @@ export function createOrdersRepository(db: Db) {
      * pay committed, so one of the two wins and the other changes nothing.
      */
     async expireMany(ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
-      const sorted = [...ids].sort(); // rows locked in one order by every batch
+      if (ids.length === 0) return new Map();
+      // Two batches sharing an order (a redelivery while the first still runs)
+      // may lock their rows in different orders and deadlock: PostgreSQL
+      // aborts one, whose jobs fail and are retried, finding them settled.
       const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>`
-        ${cancelCtes(Prisma.sql`id = ANY(${sorted}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT')}
+        ${cancelCtes(Prisma.sql`id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT')}
         -- o is the statement's snapshot, before c: a row c did not change that
         -- the snapshot shows UNPAID past its deadline was changed by a
         -- concurrent transaction (paid or cancelled) after the snapshot.
         SELECT o.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, o.status::text AS status,
                GREATEST(0, ceil(extract(epoch FROM o.expires_at - now()) * 1000))::int AS ms
           FROM orders o LEFT JOIN c ON c.id = o.id LEFT JOIN n ON n.order_id = o.id
-         WHERE o.id = ANY(${sorted}::uuid[])`;
+         WHERE o.id = ANY(${[...ids]}::uuid[])`;
       const out = new Map<string, ExpiryOutcome>();
       for (const r of rows) {
         if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });

@@ -307,7 +307,8 @@ export function createWorker(o: WorkerOptions): Worker {
    * job, fenced by its own token, as run() applies a single handler's.
    */
   async function runBatch(type: string, handler: JobBatchHandler, claimed: readonly Claimed[]): Promise<number> {
-    const held = await Promise.all(claimed.map(async (c) => (localNow() - c.claimedAt > leaseMs / 2 ? extend(c.job, leaseMs) : true)));
+    // A renewal that fails (a Redis hiccup) drops only its own job: it returns after its lease.
+    const held = await Promise.all(claimed.map(async (c) => (localNow() - c.claimedAt > leaseMs / 2 ? extend(c.job, leaseMs).catch(() => false) : true)));
     const jobs: Job[] = [];
     const failures: Promise<void>[] = [];
     claimed.forEach((c, i) => {
@@ -338,9 +339,12 @@ export function createWorker(o: WorkerOptions): Worker {
     let outcomes: readonly BatchOutcome[];
     try {
       outcomes = await handler.batch(jobs, ctx);
+      // Checked whole before any is applied: a malformed answer fails every job, never half the batch.
       if (!Array.isArray(outcomes) || outcomes.length !== jobs.length) {
         throw new Error(`batch handler for ${type} answered ${Array.isArray(outcomes) ? outcomes.length : 'no'} outcomes for ${jobs.length} jobs`);
       }
+      const bad = outcomes.findIndex((x) => x !== undefined && (typeof x !== 'object' || x === null));
+      if (bad >= 0) throw new Error(`batch handler for ${type} answered ${String(outcomes[bad])} for job ${jobs[bad]?.id}`);
     } catch (err) {
       await Promise.all([...failures, ...jobs.map((j) => fail(j, err))]);
       return ran;
