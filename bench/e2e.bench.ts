@@ -57,6 +57,10 @@ const cfg = {
   overdue: Math.floor(num('BENCH_E2E_OVERDUE', 100_000)),
   connections: Math.floor(num('BENCH_E2E_CONNECTIONS', 50)),
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
+  /** Which scenarios run (a profile of one needs the other left out). */
+  scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain').split(',').map((x) => x.trim()),
+  /** Node flags for the service process (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof). */
+  serviceNodeArgs: (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean),
   write: process.env.BENCH_WRITE !== '0',
   pgAdminUrl: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL,
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
@@ -148,7 +152,7 @@ async function drain(run: ReturnType<typeof openBenchRun>, env: Record<string, s
   const created = await count('customer_id = $1', [DRAIN]);
   await sleep(1_500); // every one overdue
   const t0 = performance.now();
-  await run.startService(env);
+  await run.startService(env, cfg.serviceNodeArgs);
   log(`  service ready after ${Math.round(performance.now() - t0)} ms`);
   const done = await within(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [DRAIN])) === 0, 600_000, 'the drain');
   await run.stopService();
@@ -191,15 +195,16 @@ async function main(): Promise<void> {
     const versions = { redis: await redisVersion(run.redis), postgres: await postgresVersion(cfg.pgAdminUrl) };
     await run.createDatabase();
     const env = { LOG_LEVEL: process.env.BENCH_SERVICE_LOG_LEVEL ?? 'warn', QUEUE_PREFIX: queuePrefix, DATABASE_POOL_SIZE: String(cfg.dbPool) };
-    const s = await stream(run, env);
-    log(`  stream: ${JSON.stringify(s.latenessMs)}`);
-    const d = await drain(run, env);
-    log(`  drain: ${JSON.stringify(d)}`);
+    const s = cfg.scenarios.includes('stream') ? await stream(run, env) : null;
+    if (s) log(`  stream: ${JSON.stringify(s.latenessMs)}`);
+    const d = cfg.scenarios.includes('drain') ? await drain(run, env) : null;
+    if (d) log(`  drain: ${JSON.stringify(d)}`);
     const machine = machineInfo(versions);
     process.stdout.write(
       `${JSON.stringify({ benchmark: 'e2e-orders', date, runTag, settings: cfg, machine, target: TARGET, stream: s, drain: d }, null, 2)}\n`,
     );
-    if (cfg.write) {
+    // A partial run (a profile) is not a row of the record.
+    if (cfg.write && s && d) {
       const intro = [
         'How to run: `npm run bench:e2e` (PostgreSQL at `BENCH_PG_URL`, Redis at `REDIS_URL`); knobs at the top of',
         '`bench/e2e.bench.ts`. Lateness is `cancelled_at - expires_at` on the database clock. The JSON on stdout holds every figure.',
