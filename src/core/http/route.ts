@@ -74,6 +74,8 @@ export type RouteSpec<P extends ParamMap, Q extends z.ZodType | undefined, B ext
   readonly body?: B;
   /** An absent body is read as {} (every field optional). */
   readonly bodyOptional?: boolean;
+  /** Largest body this route takes (default BODY_LIMIT), e.g. '256kb' for a batch. */
+  readonly bodyLimit?: string;
   readonly idempotencyKey?: boolean;
   readonly responses: Readonly<Record<number, Reply>>;
   /** Errors the handler itself raises (the input checks above add their own). */
@@ -169,7 +171,7 @@ export function routerOf(table: RouteTable, guard?: ApiKeyGuard): Router {
       if (!guard) throw new Error(`${doc.method} ${doc.path} needs an API key but the app has no key guard`);
       chain.push(guard.require(doc.auth));
     }
-    if (doc.body) chain.push(json);
+    if (doc.body) chain.push(doc.bodyLimit ? express.json({ limit: doc.bodyLimit }) : json);
     r[doc.method](doc.path, ...chain, handler);
   }
   return r;

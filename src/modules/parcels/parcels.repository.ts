@@ -45,7 +45,7 @@ const PARCEL_COLUMNS = `tracking_no AS "trackingNo", area_code AS "areaCode", st
   batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
 
 export function createParcelsRepository(db: Db) {
-  return {
+  const repo = {
     async upsertArea(code: string, vehiclePlate: string, sorterContact: string): Promise<AreaRow> {
       return db.area.upsert({
         where: { code },
@@ -64,22 +64,35 @@ export function createParcelsRepository(db: Db) {
       return { count: r._count, firstArrivalAt: r._min.createdAt };
     },
 
-    /** Inserts a WAITING parcel of a known area; null when the area is unknown or the parcel exists. */
-    async insertParcel(trackingNo: string, areaCode: string): Promise<ParcelRow | null> {
-      const rows = await db.$queryRawUnsafe<ParcelRow[]>(
+    /**
+     * Inserts WAITING parcels of known areas in one statement (created_at from
+     * the database clock); answers the rows it inserted. A parcel whose area
+     * is unknown, or whose tracking number exists already (or comes twice),
+     * is not inserted (the first of a repeat is).
+     */
+    async insertParcels(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<ParcelRow[]> {
+      if (parcels.length === 0) return [];
+      return db.$queryRawUnsafe<ParcelRow[]>(
         `INSERT INTO parcels (tracking_no, area_code, created_at)
-         SELECT $1, code, now() FROM areas WHERE code = $2
+         SELECT t.tracking_no, a.code, now()
+           FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(tracking_no, area_code, n)
+           JOIN areas a ON a.code = t.area_code
+          ORDER BY t.n
          ON CONFLICT (tracking_no) DO NOTHING
          RETURNING ${PARCEL_COLUMNS}`,
-        trackingNo,
-        areaCode,
+        parcels.map((p) => p.trackingNo),
+        parcels.map((p) => p.areaCode),
       );
-      return rows[0] ?? null;
     },
 
     async findParcel(trackingNo: string): Promise<ParcelRow | null> {
-      const rows = await db.$queryRawUnsafe<ParcelRow[]>(`SELECT ${PARCEL_COLUMNS} FROM parcels WHERE tracking_no = $1`, trackingNo);
-      return rows[0] ?? null;
+      return (await repo.findParcels([trackingNo]))[0] ?? null;
+    },
+
+    /** The parcels of these tracking numbers that exist (in no particular order). */
+    async findParcels(trackingNos: readonly string[]): Promise<ParcelRow[]> {
+      if (trackingNos.length === 0) return [];
+      return db.$queryRawUnsafe<ParcelRow[]>(`SELECT ${PARCEL_COLUMNS} FROM parcels WHERE tracking_no = ANY($1::text[])`, [...trackingNos]);
     },
 
     /**
@@ -238,6 +251,7 @@ export function createParcelsRepository(db: Db) {
       return rows.map((r) => ({ trackingNo: r.trackingNo, areaCode: r.areaCode, arrivedAt: Number(r.arrivedMs) }));
     },
   };
+  return repo;
 }
 
 export type ParcelsRepository = ReturnType<typeof createParcelsRepository>;

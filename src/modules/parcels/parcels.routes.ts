@@ -12,7 +12,9 @@ import {
   batchIdSchema,
   batchJsonSchema,
   listBatchesSchema,
+  parcelBatchJsonSchema,
   parcelJsonSchema,
+  postParcelBatchSchema,
   postParcelSchema,
   putAreaSchema,
   trackingNoSchema,
@@ -26,6 +28,16 @@ const trackingNo = {
   code: 'INVALID_TRACKING_NO',
   message: () => 'a tracking number is 1..64 printable characters',
 } satisfies PathParam;
+/** Why a parcel of a batch intake was refused before anything was looked up. */
+function parcelInputError(item: unknown): { code: string; message: string } | null {
+  const r = postParcelSchema.safeParse(item);
+  if (r.success) return null;
+  const field = r.error.issues[0]?.path[0];
+  if (field === 'trackingNo') return { code: 'INVALID_TRACKING_NO', message: 'a tracking number is 1..64 printable characters' };
+  if (field === 'area') return { code: 'INVALID_AREA_CODE', message: 'an area code is 1..32 of [A-Za-z0-9_-]' };
+  return { code: 'INVALID_PARCEL', message: 'a parcel is {trackingNo, area} and nothing else' };
+}
+
 const batchId = { schema: batchIdSchema, status: 400, code: 'INVALID_BATCH_ID', message: () => 'a batch id is a UUID' } satisfies PathParam;
 
 export function parcelsRoutes(service: ParcelsService): RouteTable {
@@ -83,6 +95,30 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         handle: async ({ body }, res) => {
           const { parcel, created } = await service.intake(body.trackingNo, body.area);
           res.status(created ? 202 : 200).json(parcelJson(parcel));
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/parcels/batch',
+        auth: 'parcels:write',
+        summary: 'Take in up to 1 000 parcels at once',
+        description:
+          'Each parcel as POST /parcels takes one, in one database statement for all of them. The answer holds a result per parcel, in order: the parcel (created: false for a repeat) or its error; a refused parcel never fails the others.',
+        body: postParcelBatchSchema,
+        bodyLimit: '256kb',
+        responses: { 200: { description: 'a result per parcel, in order', schema: parcelBatchJsonSchema } },
+        handle: async ({ body }, res) => {
+          const checked = body.parcels.map((item) => ({ item, error: parcelInputError(item) }));
+          const valid = checked.flatMap((c) => (c.error ? [] : [c.item as { trackingNo: string; area: string }]));
+          const outcomes = await service.intakeMany(valid.map((p) => ({ trackingNo: p.trackingNo, areaCode: p.area })));
+          let next = 0;
+          const results = checked.map((c) => {
+            if (c.error) return { error: c.error };
+            const o = outcomes[next++];
+            if (!o) throw new Error('batch intake answered fewer outcomes than parcels');
+            return o.ok ? { ...parcelJson(o.parcel), created: o.created } : { error: { code: o.code, message: o.message } };
+          });
+          res.json({ results });
         },
       }),
       route({

@@ -19,6 +19,13 @@ export const postParcelSchema = z.strictObject({
   area: areaCodeSchema,
 });
 
+/** Most parcels in one POST /parcels/batch. */
+export const INTAKE_BATCH_MAX = 1_000;
+/** A batch intake: each parcel is checked on its own (a bad one is refused alone), the list as a whole here. */
+export const postParcelBatchSchema = z.strictObject({
+  parcels: z.array(z.unknown()).min(1).max(INTAKE_BATCH_MAX),
+});
+
 export const batchIdSchema = z.uuid();
 
 export const listBatchesSchema = z.strictObject({
@@ -43,6 +50,10 @@ export const parcelJsonSchema = z.object({
   batchedAt: instantOut.nullable(),
 });
 export type ParcelJson = z.input<typeof parcelJsonSchema>;
+export const parcelBatchJsonSchema = z.object({
+  /** One per parcel asked, in order. */
+  results: z.array(z.union([parcelJsonSchema.extend({ created: z.boolean() }), z.object({ error: z.object({ code: z.string(), message: z.string() }) })])),
+});
 export const batchJsonSchema = z.object({
   id: z.uuid(),
   area: z.string(),

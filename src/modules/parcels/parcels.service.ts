@@ -2,7 +2,9 @@
 // intake), at the maximum wait (the flusher) or by the reconciliation pass.
 // PostgreSQL holds every parcel from intake on; Redis only groups them.
 import { randomUUID } from 'node:crypto';
+import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { AppError } from '../../core/errors.js';
+import { gatherOrEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { redisCall } from '../../core/redis-call.js';
@@ -11,6 +13,13 @@ import type { CommittedBatch, LeftParcel, ParcelRow, ParcelsRepository } from '.
 
 /** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
 const MAX_HOLD_MS = 1_000;
+/** Single intakes sharing one INSERT at most. */
+const GATHER_MAX = 200;
+
+/** One parcel of a batch intake: taken in (new or a repeat of the same area), or refused with a code. */
+export type IntakeOutcome =
+  | { readonly ok: true; readonly parcel: ParcelRow; readonly created: boolean }
+  | { readonly ok: false; readonly code: 'UNKNOWN_AREA' | 'TRACKING_NO_CONFLICT'; readonly message: string };
 
 export function createParcelsService(d: {
   repo: ParcelsRepository;
@@ -20,6 +29,22 @@ export function createParcelsService(d: {
   onBatch: (reason: 'FULL' | 'TIMEOUT') => void;
 }) {
   const { repo, batcher, log } = d;
+  // Concurrent single intakes share one INSERT; a tracking number twice in one
+  // statement is inserted once, for the first caller of its area (the rest
+  // find it existing, theirs or another area's).
+  const inserts = gatherOrEach<{ trackingNo: string; areaCode: string }, ParcelRow | null>(
+    async (items) => {
+      const rows = new Map((await repo.insertParcels(items)).map((r) => [r.trackingNo, r]));
+      return items.map((it) => {
+        const row = rows.get(it.trackingNo);
+        if (!row || row.areaCode !== it.areaCode) return null;
+        rows.delete(it.trackingNo);
+        return row;
+      });
+    },
+    async (item) => (await repo.insertParcels([item]))[0] ?? null,
+    { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable },
+  );
 
   /**
    * Commits batches (one statement) and hands their notifications to delivery.
@@ -129,7 +154,7 @@ export function createParcelsService(d: {
 
     /** Intake: 'created' for a new parcel, 'existing' for a repeat with the same area. */
     async intake(trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
-      const inserted = await repo.insertParcel(trackingNo, areaCode);
+      const inserted = await inserts.submit({ trackingNo, areaCode });
       if (inserted) {
         const b = await group(inserted);
         return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
@@ -142,6 +167,50 @@ export function createParcelsService(d: {
       // A repeat may follow a lost Redis write: grouping again is idempotent.
       if (existing.status === 'WAITING') await group(existing);
       return { parcel: (await repo.findParcel(trackingNo)) ?? existing, created: false };
+    },
+
+    /**
+     * Intake of many parcels (each as intake() takes one): inserted in one
+     * statement, looked up in one, grouped in Redis side by side, and read
+     * back in one (a parcel the request's later ones completed a batch with
+     * is BATCHED). An outcome per parcel, in order; one refused parcel never
+     * fails the others. A tracking number twice: the first is taken in, the
+     * repeat answered as a repeat.
+     */
+    async intakeMany(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<IntakeOutcome[]> {
+      const inserted = new Map((await repo.insertParcels(parcels)).map((r) => [r.trackingNo, r]));
+      const found = new Map(
+        (await repo.findParcels(parcels.filter((p) => !inserted.has(p.trackingNo)).map((p) => p.trackingNo))).map((r) => [r.trackingNo, r]),
+      );
+      const created = new Set<string>();
+      const toGroup = new Map<string, ParcelRow>();
+      const first: (IntakeOutcome | 'taken')[] = parcels.map(({ trackingNo, areaCode }) => {
+        const row = inserted.get(trackingNo);
+        if (row && row.areaCode === areaCode && !created.has(trackingNo)) {
+          created.add(trackingNo);
+          toGroup.set(trackingNo, row);
+          return 'taken';
+        }
+        const existing = row ?? found.get(trackingNo);
+        if (!existing) return { ok: false, code: 'UNKNOWN_AREA', message: `area ${areaCode} does not exist` };
+        if (existing.areaCode !== areaCode) {
+          return { ok: false, code: 'TRACKING_NO_CONFLICT', message: `parcel ${trackingNo} was already posted for another area` };
+        }
+        // A repeat may follow a lost Redis write: grouping again is idempotent.
+        if (existing.status === 'WAITING') toGroup.set(trackingNo, existing);
+        return 'taken';
+      });
+      await Promise.all([...toGroup.values()].map(group));
+      const now = new Map((await repo.findParcels([...new Set(parcels.map((p) => p.trackingNo))])).map((r) => [r.trackingNo, r]));
+      const seen = new Set<string>();
+      return first.map((o, i): IntakeOutcome => {
+        if (o !== 'taken') return o;
+        const trackingNo = (parcels[i] as { trackingNo: string }).trackingNo;
+        const isNew = created.has(trackingNo) && !seen.has(trackingNo);
+        seen.add(trackingNo);
+        const parcel = now.get(trackingNo) ?? inserted.get(trackingNo) ?? (found.get(trackingNo) as ParcelRow);
+        return { ok: true, parcel, created: isNew };
+      });
     },
 
     async getParcel(trackingNo: string): Promise<ParcelRow> {
