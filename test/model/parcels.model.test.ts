@@ -1,6 +1,7 @@
 // Model-based suite of parcel batching: random area creations and rebinds
-// (vehicle and sorter contact), parcel intakes one by one and in concurrent
-// bursts (races of the FULL path), repeated and conflicting intakes, intakes
+// (vehicle and sorter contact), parcel intakes one by one, in concurrent
+// bursts (races of the FULL path) and in batch requests (POST /parcels/batch,
+// new parcels beside a repeat, a conflict and an unknown area), repeated and conflicting intakes, intakes
 // for an unknown area, reads of parcels and batches, time steps around the
 // 1.5 s maximum wait, receiver behaviours and faults. The rules checked:
 // - every answer agrees with the model at once: a parcel arrives (database
@@ -182,6 +183,67 @@ class Burst extends OnArea {
   }
 }
 
+/**
+ * POST /parcels/batch: `n` new parcels for the area, then (when the model has
+ * them) a repeat of a known parcel and a conflicting one, and one for an
+ * unknown area, each answered in its place. A request retried by the driver
+ * may find its new parcels written by the attempt given up on (created false).
+ */
+class BatchIntake extends OnArea {
+  constructor(
+    pick: number,
+    readonly n: number,
+    readonly other: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const area = this.area(m);
+    const fresh = Array.from({ length: this.n }, (_, k) => `${r.tag}-p${m.parcels.length + k}`);
+    const known = m.parcels.length > 0 ? (m.parcels[this.other % m.parcels.length] as Parcel) : null;
+    const elsewhere = known && m.areas.find((a) => a.code !== known.area);
+    const unknown = `${r.tag}-u${m.refused.length}`;
+    m.refused.push(unknown);
+    const asked = [
+      ...fresh.map((trackingNo) => ({ trackingNo, area: area.code })),
+      ...(known ? [{ trackingNo: known.trackingNo, area: known.area }] : []),
+      ...(known && elsewhere ? [{ trackingNo: known.trackingNo, area: elsewhere.code }] : []),
+      { trackingNo: unknown, area: `${r.tag}-none` },
+    ];
+    const res = await r.world.http.send('POST', '/parcels/batch', { parcels: asked });
+    area.groupings.push(windowOf(res));
+    if (known) m.areas.find((a) => a.code === known.area)?.groupings.push(windowOf(res));
+    const results = res.body.results as Record<string, unknown>[] | undefined;
+    if (res.status !== 200 || !Array.isArray(results) || results.length !== asked.length) fail('batch intake', res);
+    const at = (i: number): Reply => ({ ...res, body: results[i] as Record<string, unknown> });
+    fresh.forEach((trackingNo, i) => {
+      const one = at(i);
+      const created = one.body.created;
+      if (!(created === true || (created === false && res.attempts > 1))) fail(`batch intake ${trackingNo}: created`, one);
+      const createdAt = Date.parse(String(one.body.createdAt));
+      if (!within(createdAt, { from: res.firstSentAt, to: res.receivedAt })) fail(`batch intake ${trackingNo}: arrival outside its request`, one);
+      const p: Parcel = { trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
+      m.parcels.push(p);
+      observeParcel(m, p, one, 'batch intake', true);
+      if (created === true && p.batchId) p.fullIn = windowOf(res);
+    });
+    let i = fresh.length;
+    if (known) {
+      const one = at(i++);
+      if (one.body.created !== false) fail(`batch intake: repeat of ${known.trackingNo}`, one);
+      observeParcel(m, known, one, 'batch intake repeat', true);
+    }
+    if (known && elsewhere) {
+      const code = (at(i++).body.error as { code?: string } | undefined)?.code;
+      if (code !== 'TRACKING_NO_CONFLICT') fail(`batch intake of ${known.trackingNo} for ${elsewhere.code}`, at(i - 1));
+    }
+    if ((at(i).body.error as { code?: string } | undefined)?.code !== 'UNKNOWN_AREA') fail(`batch intake of ${unknown} for an unknown area`, at(i));
+  }
+  toString() {
+    return `BatchIntake(${this.pick}, ${this.n}, ${this.other})`;
+  }
+}
+
 abstract class OnParcel extends Step<Model> {
   constructor(readonly pick: number) {
     super();
@@ -286,6 +348,7 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom(...PLATES)).map(([i, plate]) => new PutArea(i, plate)) },
   { weight: 5, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new Intake(a, n)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 2, max: 7 })).map(([a, n]) => new Burst(a, n)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 25 }), fc.nat()).map(([a, n, o]) => new BatchIntake(a, n, o)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new RepeatIntake(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ConflictIntake(i)) },
   { weight: 1, arbitrary: fc.constant(new IntakeUnknownArea()) },
