@@ -59,8 +59,6 @@ const cfg = {
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
   /** Which scenarios run (a profile of one needs the other left out). */
   scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain').split(',').map((x) => x.trim()),
-  /** Node flags for the service process (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof). */
-  serviceNodeArgs: (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean),
   write: process.env.BENCH_WRITE !== '0',
   pgAdminUrl: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL,
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
@@ -152,7 +150,7 @@ async function drain(run: ReturnType<typeof openBenchRun>, env: Record<string, s
   const created = await count('customer_id = $1', [DRAIN]);
   await sleep(1_500); // every one overdue
   const t0 = performance.now();
-  await run.startService(env, cfg.serviceNodeArgs);
+  await run.startService(env);
   log(`  service ready after ${Math.round(performance.now() - t0)} ms`);
   const done = await within(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [DRAIN])) === 0, 600_000, 'the drain');
   await run.stopService();

@@ -395,7 +395,9 @@ export function openBenchRun(o: {
     async startService(env, nodeArgs, role) {
       if (service) throw new Error('the service is already running');
       const port = await freePort();
-      service = await startService({ port, databaseUrl: dbUrl, redisUrl: o.redisUrl, env, nodeArgs: nodeArgs ?? [], role: role ?? 'all', log });
+      // BENCH_SERVICE_NODE_ARGS: flags for every service a benchmark starts (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+      const flags = nodeArgs ?? (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      service = await startService({ port, databaseUrl: dbUrl, redisUrl: o.redisUrl, env, nodeArgs: flags, role: role ?? 'all', log });
       return service;
     },
     async stopService() {

@@ -21,6 +21,7 @@
 //   BENCH_DURATION_S=10        HTTP path: seconds of POST /parcels
 //   BENCH_WARMUP_S=2           HTTP path: seconds of POST /parcels before measuring (own tracking numbers)
 //   BENCH_PARCEL_CONNECTIONS=20  HTTP path: autocannon connections
+//   BENCH_BATCH_CONNECTIONS=4  HTTP path: POST /parcels/batch connections (1 000 parcels a request; 0: none)
 //   BENCH_DB_POOL=10           DATABASE_POOL_SIZE of the service
 //   BENCH_ONLY=lua|http        run one path only
 //   BENCH_WRITE=0              do not touch BENCHMARKS.md
@@ -67,6 +68,8 @@ const TARGET = { luaParcelsPerSec: 30_000 } as const;
 const AREAS = 50;
 const BATCH_SIZE = 10;
 const MAX_WAIT_SECONDS = 240;
+/** Parcels in one POST /parcels/batch request (the most it takes). */
+const BATCH_PER_REQUEST = 1_000;
 const LUA_PARCELS = 200_000;
 
 const only = process.env.BENCH_ONLY ?? '';
@@ -77,6 +80,8 @@ const cfg = {
   durationS: num('BENCH_DURATION_S', 10),
   warmupS: num('BENCH_WARMUP_S', 2),
   connections: Math.max(1, Math.floor(num('BENCH_PARCEL_CONNECTIONS', 20))),
+  /** POST /parcels/batch connections (0: no batch run). */
+  batchConnections: Math.max(0, Math.floor(num('BENCH_BATCH_CONNECTIONS', 4))),
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
   lua: only !== 'http',
   http: only !== 'lua',
@@ -250,6 +255,8 @@ async function runLua(kind: LuaResult['client'], admin: Redis): Promise<LuaResul
 // ---------------------------------------------------------------- path 2: HTTP
 export type HttpResult = {
   scenario: Scenario;
+  /** POST /parcels/batch after the single-parcel run: parcels a second through it, every one answered and in the database. */
+  batch: { requests: number; parcels: number; parcelsPerSec: number; latencyMs: { p50: number; p99: number }; refused: number; rows: number } | null;
   warmup: { seconds: number; answered2xx: number; non2xx: number; errors: number } | null;
   sent: number;
   answered2xx: number;
@@ -300,6 +307,51 @@ async function postParcels(service: Service, prefix: string, durationS: number, 
   return { result, sent: next, ok, non2xx };
 }
 
+/**
+ * POST /parcels/batch with BATCH_PER_REQUEST new parcels a request (round-robin
+ * over the areas) for the run's duration; then every parcel answered is looked
+ * for in PostgreSQL.
+ */
+async function postBatches(service: Service, dbUrl: string, prefix: string, problems: string[]): Promise<HttpResult['batch']> {
+  if (cfg.batchConnections === 0) return null;
+  let next = 0;
+  let refused = 0;
+  log(`POST /parcels/batch, ${BATCH_PER_REQUEST} parcels a request, ${cfg.batchConnections} connections, ${cfg.durationS} s`);
+  const result = await autocannon({
+    url: service.baseUrl,
+    connections: cfg.batchConnections,
+    duration: cfg.durationS,
+    requests: [
+      {
+        method: 'POST',
+        path: '/parcels/batch',
+        headers: service.headers,
+        setupRequest: (req) => {
+          const parcels = Array.from({ length: BATCH_PER_REQUEST }, () => {
+            const i = next++;
+            return { trackingNo: `${prefix}-${i}`, area: areaCodes[i % AREAS] };
+          });
+          return { ...req, body: JSON.stringify({ parcels }) };
+        },
+        onResponse: (status, body) => {
+          if (status !== 200) return;
+          refused += (body.match(/"error":/g) ?? []).length;
+        },
+      },
+    ],
+  });
+  const requests = result['2xx'];
+  const parcels = requests * BATCH_PER_REQUEST;
+  const [{ n: rows } = { n: 0 }] = await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM parcels WHERE tracking_no LIKE $1', [`${prefix}-%`]);
+  if (result.non2xx || result.errors) problems.push(`batch intake: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  if (refused) problems.push(`batch intake: ${refused} parcels refused`);
+  // Requests in flight when autocannon stopped write rows whose answers it does not count: at most one per connection.
+  if (rows < parcels || rows > parcels + cfg.batchConnections * BATCH_PER_REQUEST) problems.push(`batch intake: ${rows} rows for ${parcels} parcels answered`);
+  const perSec = round(parcels / cfg.durationS, 0);
+  log(`  ${fmt(perSec)} parcels/s (${requests} requests), p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms`);
+  return { requests, parcels, parcelsPerSec: perSec, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 }, refused, rows };
+}
+
 async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult> {
   const problems: string[] = [];
   const notes: string[] = [];
@@ -347,6 +399,8 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   if (m.ok.size !== answered2xx) problems.push(`${answered2xx} 2xx answers but ${m.ok.size} distinct tracking numbers in them`);
   if ((codes['200'] ?? 0) > 0) notes.push(`${codes['200']} answers were 200 (an existing parcel) although every tracking number was new`);
   if (scenario.non2xx || scenario.errors) problems.push(`${scenario.non2xx} non-2xx, ${scenario.errors} errors, ${scenario.timeouts} timeouts`);
+
+  const batch = await postBatches(service, run.dbUrl, `HB-${runTag}`, problems);
 
   // Requests in flight when autocannon stopped are still served: wait until the row count settles.
   const { dbUrl } = run;
@@ -427,6 +481,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
 
   return {
     scenario,
+    batch,
     warmup,
     sent: m.sent,
     answered2xx,
@@ -471,6 +526,11 @@ export function markdownSection(date: string, machine: Machine, lua: LuaResult[]
     lines.push(
       `| HTTP POST /parcels, ${s.connections} connections, ${s.durationS} s | ${fmt(s.requests)} | ${fmt(s.requestsPerSecMean)} | ${fmt(s.latencyMs.p50)} | ${fmt(s.latencyMs.p99)} | ${fmt(full)} (in PostgreSQL) |  | ${s.non2xx} |  |`,
     );
+    const b = http.batch;
+    if (b)
+      lines.push(
+        `| HTTP POST /parcels/batch (${fmt(BATCH_PER_REQUEST)} a request), ${cfg.batchConnections} connections, ${cfg.durationS} s | ${fmt(b.parcels)} | ${fmt(b.parcelsPerSec)} | ${fmt(b.latencyMs.p50)} (request) | ${fmt(b.latencyMs.p99)} (request) | (in the row above) |  | ${b.refused} refused |  |`,
+      );
   }
   if (notes.length) lines.push('', ...notes.map((n) => `- ${n}`));
   return `${lines.join('\n')}\n`;

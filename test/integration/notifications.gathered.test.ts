@@ -62,11 +62,14 @@ describe('gathered delivery statements', () => {
       repo.claimMany(
         [
           { id: rows.pending, dueAt },
-          { id: rows.pending, dueAt },
+          { id: rows.pending.toUpperCase(), dueAt },
         ],
         STALE_MS,
       ),
     ).rejects.toThrow(/distinct/);
+    // An id in upper case is the same row, answered as such.
+    const upper = await row('');
+    expect((await repo.claimMany([{ id: upper.toUpperCase(), dueAt }], STALE_MS))[0]?.kind).toBe('claimed');
   });
 
   it('lets the SENT mark the database refuses for one row fail alone, the rows beside it marked', async () => {

@@ -90,6 +90,22 @@ describe('batch intake', () => {
     expect(await tdb.db.parcel.count({ where: { ...all, batchId: { in: batches.map((b) => b.id) } } })).toBe(1_000);
   });
 
+  it('takes two requests sharing parcels in opposite orders side by side, each parcel once (no deadlock)', async () => {
+    for (let round = 0; round < 3; round++) {
+      const parcels = Array.from({ length: 400 }, (_, i) => ({ trackingNo: `BI-R${round}-${i}`, area: 'bi-west' }));
+      const [a, b] = await Promise.all([
+        svc.api().post('/parcels/batch').send({ parcels }),
+        svc
+          .api()
+          .post('/parcels/batch')
+          .send({ parcels: [...parcels].reverse() }),
+      ]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      const created = [...(a.body.results as Result[]), ...(b.body.results as Result[])].filter((r) => r.created === true);
+      expect(created).toHaveLength(400);
+    }
+  });
+
   it('refuses a request that is not a list of 1 to 1 000 parcels, writing nothing', async () => {
     for (const body of [
       {},

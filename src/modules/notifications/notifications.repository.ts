@@ -63,7 +63,9 @@ export function createNotificationsRepository(db: Db) {
      * judges it; an answer per item, in order. The ids must be distinct (one
      * statement changes a row once: a second claim of it would read the first's).
      */
-    async claimMany(items: readonly { id: string; dueAt: Date }[], staleMs: number): Promise<Claim[]> {
+    async claimMany(asked: readonly { id: string; dueAt: Date }[], staleMs: number): Promise<Claim[]> {
+      // Ids as the database writes them (an upper-case uuid is the same row).
+      const items = asked.map((i) => ({ id: i.id.toLowerCase(), dueAt: i.dueAt }));
       if (new Set(items.map((i) => i.id)).size !== items.length) throw new Error('claimMany: the ids must be distinct');
       const rows = await db.$queryRawUnsafe<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number })[]>(
         `WITH t AS (SELECT * FROM unnest($1::uuid[], $3::timestamptz[]) AS t(id, due_at)),

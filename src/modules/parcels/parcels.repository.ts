@@ -73,11 +73,14 @@ export function createParcelsRepository(db: Db) {
     async insertParcels(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<ParcelRow[]> {
       if (parcels.length === 0) return [];
       return db.$queryRawUnsafe<ParcelRow[]>(
+        // One row per tracking number (its first of a known area), inserted in
+        // tracking-number order: two statements sharing parcels wait for each
+        // other in one order, never in a cycle (a deadlock).
         `INSERT INTO parcels (tracking_no, area_code, created_at)
-         SELECT t.tracking_no, a.code, now()
+         SELECT DISTINCT ON (t.tracking_no) t.tracking_no, a.code, now()
            FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(tracking_no, area_code, n)
            JOIN areas a ON a.code = t.area_code
-          ORDER BY t.n
+          ORDER BY t.tracking_no, t.n
          ON CONFLICT (tracking_no) DO NOTHING
          RETURNING ${PARCEL_COLUMNS}`,
         parcels.map((p) => p.trackingNo),

@@ -29,13 +29,13 @@ const trackingNo = {
   message: () => 'a tracking number is 1..64 printable characters',
 } satisfies PathParam;
 /** Why a parcel of a batch intake was refused before anything was looked up. */
-function parcelInputError(item: unknown): { code: string; message: string } | null {
+function checkParcel(item: unknown): { parcel: { trackingNo: string; area: string } } | { error: { code: string; message: string } } {
   const r = postParcelSchema.safeParse(item);
-  if (r.success) return null;
+  if (r.success) return { parcel: r.data };
   const field = r.error.issues[0]?.path[0];
-  if (field === 'trackingNo') return { code: 'INVALID_TRACKING_NO', message: 'a tracking number is 1..64 printable characters' };
-  if (field === 'area') return { code: 'INVALID_AREA_CODE', message: 'an area code is 1..32 of [A-Za-z0-9_-]' };
-  return { code: 'INVALID_PARCEL', message: 'a parcel is {trackingNo, area} and nothing else' };
+  if (field === 'trackingNo') return { error: { code: 'INVALID_TRACKING_NO', message: 'a tracking number is 1..64 printable characters' } };
+  if (field === 'area') return { error: { code: 'INVALID_AREA_CODE', message: 'an area code is 1..32 of [A-Za-z0-9_-]' } };
+  return { error: { code: 'INVALID_PARCEL', message: 'a parcel is {trackingNo, area} and nothing else' } };
 }
 
 const batchId = { schema: batchIdSchema, status: 400, code: 'INVALID_BATCH_ID', message: () => 'a batch id is a UUID' } satisfies PathParam;
@@ -108,12 +108,12 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         bodyLimit: '256kb',
         responses: { 200: { description: 'a result per parcel, in order', schema: parcelBatchJsonSchema } },
         handle: async ({ body }, res) => {
-          const checked = body.parcels.map((item) => ({ item, error: parcelInputError(item) }));
-          const valid = checked.flatMap((c) => (c.error ? [] : [c.item as { trackingNo: string; area: string }]));
+          const checked = body.parcels.map(checkParcel);
+          const valid = checked.flatMap((c) => ('parcel' in c ? [c.parcel] : []));
           const outcomes = await service.intakeMany(valid.map((p) => ({ trackingNo: p.trackingNo, areaCode: p.area })));
           let next = 0;
           const results = checked.map((c) => {
-            if (c.error) return { error: c.error };
+            if ('error' in c) return { error: c.error };
             const o = outcomes[next++];
             if (!o) throw new Error('batch intake answered fewer outcomes than parcels');
             return o.ok ? { ...parcelJson(o.parcel), created: o.created } : { error: { code: o.code, message: o.message } };

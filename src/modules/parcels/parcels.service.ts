@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { AppError } from '../../core/errors.js';
-import { gatherOrEach } from '../../core/gather.js';
+import { createGatherer, gatherOrEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { redisCall } from '../../core/redis-call.js';
@@ -63,6 +63,20 @@ export function createParcelsService(d: {
     return done;
   }
 
+  // Full batches taken out in one event-loop turn (a batch intake's adds, a
+  // burst of single intakes) share one commit statement; each caller gets the
+  // batches made of its own parcels.
+  const fullCommits = createGatherer<{ areaCode: string; batches: readonly TakenItem[][] }, CommittedBatch[]>(async (items) => {
+    const done = await commit(
+      items.flatMap((it) => it.batches.map((b) => ({ areaCode: it.areaCode, trackingNos: b.map((t) => t.item) }))),
+      'FULL',
+    );
+    return items.map((it) => {
+      const mine = new Set(it.batches.flatMap((b) => b.map((t) => t.item)));
+      return { ok: true, value: done.filter((b) => b.trackingNos.some((t) => mine.has(t))) };
+    });
+  }, GATHER_MAX);
+
   /**
    * Commits full batches taken out of one area's group; if that fails they go
    * back into Redis (then the flusher, or else the reconciliation pass, batches them).
@@ -70,10 +84,7 @@ export function createParcelsService(d: {
   async function commitFull(areaCode: string, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
     if (batches.length === 0) return [];
     try {
-      return await commit(
-        batches.map((b) => ({ areaCode, trackingNos: b.map((t) => t.item) })),
-        'FULL',
-      );
+      return await fullCommits.submit({ areaCode, batches });
     } catch (err) {
       log.error({ err, area: areaCode }, 'full batch not committed; putting it back');
       await restore(areaCode, batches.flat(), false);
