@@ -182,7 +182,7 @@ export function createParcelsService(d: {
 
     /**
      * Intake of many parcels (each as intake() takes one): inserted in one
-     * statement, looked up in one, grouped in Redis side by side, and read
+     * statement, looked up in one, grouped in Redis with one call per area, and read
      * back in one (a parcel the request's later ones completed a batch with
      * is BATCHED). An outcome per parcel, in order; one refused parcel never
      * fails the others. A tracking number twice: the first is taken in, the
@@ -211,7 +211,11 @@ export function createParcelsService(d: {
         if (existing.status === 'WAITING') toGroup.set(trackingNo, existing);
         return 'taken';
       });
-      await Promise.all([...toGroup.values()].map(group));
+      // Into Redis with one call per area (each adds its parcels, arrival as
+      // their rows say, and takes out the full batches they complete).
+      const byArea = new Map<string, TakenItem[]>();
+      for (const p of toGroup.values()) byArea.set(p.areaCode, [...(byArea.get(p.areaCode) ?? []), { item: p.trackingNo, arrivedAt: p.createdAt.getTime() }]);
+      await Promise.all([...byArea].map(([area, items]) => restore(area, items, true)));
       const now = new Map((await repo.findParcels([...new Set(parcels.map((p) => p.trackingNo))])).map((r) => [r.trackingNo, r]));
       const seen = new Set<string>();
       return first.map((o, i): IntakeOutcome => {
