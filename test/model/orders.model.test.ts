@@ -1,4 +1,5 @@
-// Model-based suite of the orders domain: random sequences of creates (some
+// Model-based suite of the orders domain: random sequences of creates (alone,
+// or in bursts sharing a window, so their expiries go in batches; some
 // repeated under their Idempotency-Key), pays, customer cancels, pay and
 // cancel raced against each other, reads, time steps around the payment
 // windows, receiver behaviours and faults. The rules checked:
@@ -44,19 +45,39 @@ function fail(what: string, r: Reply): never {
   throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
 }
 
+async function create(m: Model, r: Real, timeoutSeconds: 1 | 2, key: string): Promise<void> {
+  const body = { customerId: r.tag, items: [{ sku: 'SKU', quantity: 1 + m.orders.length, unitPriceCents: 100 }], paymentTimeoutSeconds: timeoutSeconds };
+  const res = await r.world.http.send('POST', '/orders', body, { 'idempotency-key': key });
+  if (res.status !== 201) fail('create', res);
+  const expiresAt = Date.parse(String(res.body.expiresAt));
+  const createdAt = Date.parse(String(res.body.createdAt));
+  if (expiresAt - createdAt !== timeoutSeconds * 1_000) fail(`create: window of ${timeoutSeconds} s`, res);
+  m.orders.push({ id: String(res.body.id), key, body, expiresAt, paid: false, cancelled: false });
+}
+
+/** Orders created together with one window: they expire together, and their expiry jobs go in batches. */
+class CreateBurst extends Step<Model> {
+  constructor(
+    readonly timeoutSeconds: 1 | 2,
+    readonly n: number,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const base = m.orders.length;
+    await Promise.all(Array.from({ length: this.n }, (_, k) => create(m, r, this.timeoutSeconds, `${r.tag}-b${base}-${k}`)));
+  }
+  toString() {
+    return `CreateBurst(${this.timeoutSeconds}s, ${this.n})`;
+  }
+}
+
 class Create extends Step<Model> {
   constructor(readonly timeoutSeconds: 1 | 2) {
     super();
   }
   async act(m: Model, r: Real) {
-    const key = `${r.tag}-o${m.orders.length}`;
-    const body = { customerId: r.tag, items: [{ sku: 'SKU', quantity: 1 + m.orders.length, unitPriceCents: 100 }], paymentTimeoutSeconds: this.timeoutSeconds };
-    const res = await r.world.http.send('POST', '/orders', body, { 'idempotency-key': key });
-    if (res.status !== 201) fail('create', res);
-    const expiresAt = Date.parse(String(res.body.expiresAt));
-    const createdAt = Date.parse(String(res.body.createdAt));
-    if (expiresAt - createdAt !== this.timeoutSeconds * 1_000) fail(`create: window of ${this.timeoutSeconds} s`, res);
-    m.orders.push({ id: String(res.body.id), key, body, expiresAt, paid: false, cancelled: false });
+    await create(m, r, this.timeoutSeconds, `${r.tag}-o${m.orders.length}`);
   }
   toString() {
     return `Create(${this.timeoutSeconds}s)`;
@@ -189,6 +210,7 @@ class Read extends OnOrder {
 
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom<1 | 2>(1, 2).map((t) => new Create(t)) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<1 | 2>(1, 2), fc.integer({ min: 2, max: 12 })).map(([t, n]) => new CreateBurst(t, n)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, same]) => new RepeatCreate(i, same)) },
   { weight: 3, arbitrary: fc.nat().map((i) => new Pay(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
