@@ -86,6 +86,9 @@ describe('reconciliation after Redis lost its data', () => {
         remindBeforeSeconds: lead,
       });
     const overdue = await Promise.all(Array.from({ length: 10 }, () => book(60_500, 60)));
+    // Started by the time the pass runs (APPOINTMENT_RECONCILE_AFTER_START_SECONDS 0): no candidate.
+    const started = await book(1_200, 60);
+    expect(started.status).toBe(201);
     // Within the pass's horizon (two intervals): their jobs are set again.
     const future = await Promise.all(Array.from({ length: 3 }, () => book(3_660_000, 60)));
     // A notification row committed whose delivery job never reached Redis.
@@ -104,6 +107,7 @@ describe('reconciliation after Redis lost its data', () => {
       100,
     );
     expect(sent).toBe(true);
+    expect(await tdb.db.notification.count({ where: { appointmentId: started.body.id as string } })).toBe(0);
     const apptQueue = api.module('appointments').queue;
     for (const r of future) {
       expect(await apptQueue.get(remindJobId(r.body.id))).toMatchObject({ state: 'pending', dueAt: Date.parse(r.body.remindAt) });

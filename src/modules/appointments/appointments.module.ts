@@ -17,7 +17,14 @@ import { REMIND_JOB, createAppointmentsService } from './appointments.service.js
 export const APPOINTMENTS_QUEUE = 'appointments';
 
 export type AppointmentsModuleConfig = QueueConfig &
-  Pick<Config, 'REMINDER_LEAD_SECONDS' | 'APPOINTMENT_RECONCILE_INTERVAL_SECONDS' | 'APPOINTMENT_RECONCILE_GRACE_SECONDS' | 'REMINDERS_PER_CONTACT_PER_HOUR'>;
+  Pick<
+    Config,
+    | 'REMINDER_LEAD_SECONDS'
+    | 'APPOINTMENT_RECONCILE_INTERVAL_SECONDS'
+    | 'APPOINTMENT_RECONCILE_GRACE_SECONDS'
+    | 'APPOINTMENT_RECONCILE_AFTER_START_SECONDS'
+    | 'REMINDERS_PER_CONTACT_PER_HOUR'
+  >;
 
 export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; config: AppointmentsModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
@@ -39,6 +46,7 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     queue,
     log,
     graceSeconds: config.APPOINTMENT_RECONCILE_GRACE_SECONDS,
+    afterStartSeconds: config.APPOINTMENT_RECONCILE_AFTER_START_SECONDS,
     everyMs: config.APPOINTMENT_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {

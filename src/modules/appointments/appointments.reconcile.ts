@@ -1,5 +1,6 @@
 // The appointments' safety net, a periodic job: reminders overdue past the
-// grace (none written for the slot held) are written right here, whatever
+// grace (none written for the slot held) of appointments not yet started (or
+// started less than `afterStartSeconds` ago) are written right here, whatever
 // became of their job; reminders due within the next two intervals get their
 // job set to the slot held (upsert, so a job left at an old slot is
 // corrected). Later ones wait until they enter that window, which keeps each
@@ -24,13 +25,15 @@ export function createAppointmentsReconcile(d: {
   log: Logger;
   /** How late a reminder may be before the pass writes it itself. */
   graceSeconds: number;
+  /** How long after its appointment's start an overdue reminder is still written. */
+  afterStartSeconds: number;
   everyMs: number;
 }) {
   async function run(horizonMs: number): Promise<{ written: number; jobsSet: number }> {
     let written = 0;
     let jobsSet = 0;
     await forEachPage(
-      (after: Unreminded | null) => d.repo.listUnreminded(d.graceSeconds, horizonMs, after, PAGE),
+      (after: Unreminded | null) => d.repo.listUnreminded({ graceSeconds: d.graceSeconds, afterStartSeconds: d.afterStartSeconds, horizonMs }, after, PAGE),
       async (page) => {
         for (const a of page.filter((x) => x.overdue)) {
           if ((await d.service.remind(a.id, a.startsAt.getTime())).kind === 'written') written++;

@@ -217,31 +217,52 @@ export function createAppointmentsRepository(db: Db) {
     },
 
     /**
-     * BOOKED appointments without a live reminder (one not withdrawn) for their current slot whose remind
-     * time passed more than `graceSeconds` ago (overdue) or comes within
-     * `horizonMs`, in remind order after a keyset cursor.
+     * BOOKED appointments without a live reminder (one not withdrawn) for
+     * their current slot whose remind time passed more than `graceSeconds`
+     * ago and whose start is ahead or less than `afterStartSeconds` behind
+     * (overdue), or whose remind time comes within `horizonMs`; in remind
+     * order after a keyset cursor. Each branch reads an index range that
+     * holds only what is ahead (the partial index of BOOKED appointments by
+     * start; the one by remind time), never the history behind.
      */
-    listUnreminded(graceSeconds: number, horizonMs: number, after: { remindAt: Date; id: string } | null, limit: number) {
-      return db.$queryRawUnsafe<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>(
-        `SELECT a.id, a.remind_at AS "remindAt", a.starts_at AS "startsAt",
-                a.remind_at < now() - make_interval(secs => $1::int) AS overdue
-           FROM appointments a
-          WHERE a.status = 'BOOKED'
-            AND (a.remind_at < now() - make_interval(secs => $1::int)
-                 OR (a.remind_at > now() AND a.remind_at <= now() + make_interval(secs => $2::double precision / 1000)))
-            AND ($3::timestamptz IS NULL OR (a.remind_at, a.id) > ($3::timestamptz, $4::uuid))
+    async listUnreminded(
+      w: { graceSeconds: number; afterStartSeconds: number; horizonMs: number },
+      after: { remindAt: Date; id: string } | null,
+      limit: number,
+    ) {
+      const unreminded = `($3::timestamptz IS NULL OR (a.remind_at, a.id) > ($3::timestamptz, $4::uuid))
             AND NOT EXISTS (
               SELECT 1 FROM notifications n
                WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')}
-                 AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)
-          ORDER BY a.remind_at, a.id
-          LIMIT $5`,
-        graceSeconds,
-        horizonMs,
-        after?.remindAt ?? null,
-        after?.id ?? null,
-        limit,
-      );
+                 AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)`;
+      const columns = `a.id, a.remind_at AS "remindAt", a.starts_at AS "startsAt"`;
+      // No parallel workers: the planner, guessing thousands of rows where a
+      // few dozen come, starts two and waits some 35 ms for them (1 000 000
+      // appointments of history: 60 ms a pass with them, 11 ms without).
+      const [, rows] = await db.$transaction([
+        db.$executeRawUnsafe('SET LOCAL max_parallel_workers_per_gather = 0'),
+        db.$queryRawUnsafe<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>(
+          `(SELECT ${columns}, true AS overdue FROM appointments a
+           WHERE a.status = 'BOOKED' AND a.starts_at > now() - make_interval(secs => $6::int)
+             AND a.remind_at < now() - make_interval(secs => $1::int)
+             AND ${unreminded}
+           ORDER BY a.remind_at, a.id LIMIT $5)
+         UNION ALL
+         (SELECT ${columns}, false AS overdue FROM appointments a
+           WHERE a.status = 'BOOKED' AND a.remind_at > now() AND a.remind_at <= now() + make_interval(secs => $2::double precision / 1000)
+             AND ${unreminded}
+           ORDER BY a.remind_at, a.id LIMIT $5)
+         ORDER BY "remindAt", id
+         LIMIT $5`,
+          w.graceSeconds,
+          w.horizonMs,
+          after?.remindAt ?? null,
+          after?.id ?? null,
+          limit,
+          w.afterStartSeconds,
+        ),
+      ]);
+      return rows;
     },
 
     listReminders(id: string) {

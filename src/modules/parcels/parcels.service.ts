@@ -214,7 +214,11 @@ export function createParcelsService(d: {
       // Into Redis with one call per area (each adds its parcels, arrival as
       // their rows say, and takes out the full batches they complete).
       const byArea = new Map<string, TakenItem[]>();
-      for (const p of toGroup.values()) byArea.set(p.areaCode, [...(byArea.get(p.areaCode) ?? []), { item: p.trackingNo, arrivedAt: p.createdAt.getTime() }]);
+      for (const p of toGroup.values()) {
+        const items = byArea.get(p.areaCode) ?? [];
+        items.push({ item: p.trackingNo, arrivedAt: p.createdAt.getTime() });
+        byArea.set(p.areaCode, items);
+      }
       await Promise.all([...byArea].map(([area, items]) => restore(area, items, true)));
       const now = new Map((await repo.findParcels([...new Set(parcels.map((p) => p.trackingNo))])).map((r) => [r.trackingNo, r]));
       const seen = new Set<string>();
