@@ -116,9 +116,11 @@ const schema = z.object({
   // How often the appointments reconciliation pass runs, and how late a reminder may be before it repairs it.
   APPOINTMENT_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
   APPOINTMENT_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
-  // How long after an appointment's start the pass still writes its overdue reminder (0: only before the start).
-  // An appointment past that is no candidate, so each pass reads only what is ahead, whatever the history.
-  APPOINTMENT_RECONCILE_AFTER_START_SECONDS: int(0, 2_592_000).default(0),
+  // How long after an appointment's start the pass still writes its overdue reminder. An appointment past
+  // that is no candidate, so each pass reads only what is ahead, whatever the history. The default covers
+  // two intervals plus the grace past the start: a reminder due just before its start (a short lead, a
+  // late booking) whose job Redis lost is still written by a pass.
+  APPOINTMENT_RECONCILE_AFTER_START_SECONDS: int(0, 2_592_000).default(300),
   // Where notifications are POSTed (JSON, Idempotency-Key = notification id). Unset: they are logged.
   NOTIFY_WEBHOOK_URL: webhookUrl.optional(),
   // Standard Webhooks signing secrets of NOTIFY_WEBHOOK_URL's calls: whsec_<base64>,

@@ -39,8 +39,6 @@ export const CHAOS_ENV: Readonly<Record<string, string>> = {
   ORDER_RECONCILE_GRACE_SECONDS: '1',
   APPOINTMENT_RECONCILE_INTERVAL_SECONDS: '2',
   APPOINTMENT_RECONCILE_GRACE_SECONDS: '1',
-  // Their slots start seconds after their remind times: the pass repairs reminders past the start too.
-  APPOINTMENT_RECONCILE_AFTER_START_SECONDS: '3600',
   PARCEL_BATCH_SIZE: String(BATCH_SIZE),
   PARCEL_MAX_WAIT_SECONDS: '1',
   PARCEL_RECONCILE_INTERVAL_SECONDS: '2',

@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
 import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
+import { type Real, Step, keptOutcomeLost, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
 import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 const SETTLE_MS = 60_000;
@@ -145,7 +145,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       // repeat a cut-off send made (a receiver drops a repeat of an id it
       // has, README "What does not hold"). The record follows the last
       // answer, FAILED (notifications soak, seed 283322293).
-      const refusedRepeat = r.run.mayRepeat && calls.some((c) => c.at > taken[0]!.at && c.answer === 'reject');
+      const refusedRepeat = (r.run.mayRepeat || keptOutcomeLost(r, taken[0]!.at)) && calls.some((c) => c.at > taken[0]!.at && c.answer === 'reject');
       if (n.status !== 'SENT' && !(n.status === 'FAILED' && refusedRepeat)) p.add(`notification ${n.id}: the receiver took it, recorded ${n.status}`);
       // Nothing after the success but what a cut-off send explains.
       const first = taken[0]!.at;
@@ -169,7 +169,7 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
     // notifications soak, 2026-11-24: a worker killed right after a 400).
     for (const refusal of refused) {
       const next = calls.find((c) => c.at > refusal.at);
-      if (next && !r.run.mayRepeat && !m.redrives.some((d) => d.id === n.id && d.at >= refusal.at && d.at <= next.at)) {
+      if (next && !r.run.mayRepeat && !keptOutcomeLost(r, refusal.at) && !m.redrives.some((d) => d.id === n.id && d.at >= refusal.at && d.at <= next.at)) {
         p.add(`notification ${n.id}: sent again ${next.at - refusal.at} ms after the receiver refused it, without a redrive`);
       }
     }

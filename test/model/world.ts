@@ -34,8 +34,6 @@ export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminat
 export type FaultKind = (typeof FAULT_KINDS)[number];
 /** How long the database refuses every connection in a `pgOutage`: past the ~2 s a SENT mark is retried for. */
 const PG_OUTAGE_MS = 3_000;
-/** How long after a database fault a SENT mark may still wait in its delivery job (recorded a second after the database is back, more than covered). */
-const KEPT_MARK_MS = 10_000;
 
 /** Short timings, so a run's deadlines, retries and repairs take seconds. */
 export const MODEL_TIMINGS = {
@@ -77,8 +75,6 @@ const ENV: Readonly<Record<string, string>> = {
   ORDER_RECONCILE_GRACE_SECONDS: '1',
   APPOINTMENT_RECONCILE_INTERVAL_SECONDS: String(MODEL_TIMINGS.RECONCILE_SECONDS),
   APPOINTMENT_RECONCILE_GRACE_SECONDS: '1',
-  // Their slots start seconds after their remind times: the pass repairs reminders past the start too.
-  APPOINTMENT_RECONCILE_AFTER_START_SECONDS: '3600',
   PARCEL_BATCH_SIZE: String(MODEL_TIMINGS.PARCEL_BATCH_SIZE),
   PARCEL_MAX_WAIT_SECONDS: String(MODEL_TIMINGS.PARCEL_MAX_WAIT_MS / 1_000),
   PARCEL_RECONCILE_INTERVAL_SECONDS: String(MODEL_TIMINGS.RECONCILE_SECONDS),
@@ -223,12 +219,6 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
             redis.resume();
             return;
           case 'restartRedis':
-            // A SENT mark the database would not take (an outage just before)
-            // is kept in its delivery job; a restart losing Redis's latest
-            // writes may lose that job too, and the row, SENDING, is called
-            // again (README "What does not hold"; parcels soak seed 325090691:
-            // two batch notices kept during a pgOutage, Redis restarted 0.8 s later).
-            if (run.faultSpans.some((f) => (f.kind === 'pgOutage' || f.kind === 'terminatePg') && f.to > Date.now() - KEPT_MARK_MS)) run.mayRepeat = true;
             return await restartRedis(1_000);
           case 'terminatePg':
             // No repeat: a SENT mark lost with its connection is tried again,
