@@ -10,6 +10,7 @@
 // Prints JSON on stdout; writes a section into BENCHMARKS.md unless BENCH_WRITE=0.
 import { randomBytes } from 'node:crypto';
 import { createDb } from '../src/core/db.js';
+import { dedupeKeySql } from '../src/core/outbox.js';
 import { createLogger } from '../src/core/logger.js';
 import { migrate } from '../src/core/migrate.js';
 import { createAppointmentsRepository } from '../src/modules/appointments/appointments.repository.js';
@@ -42,7 +43,18 @@ const log = makeLog('bench:history');
 const dbName = `ots_bench_history_${randomBytes(4).toString('hex')}`;
 const dbUrl = withDatabase(cfg.pgAdminUrl, dbName);
 
-/** Past appointments spread over the last `days` days, each with its reminder written and SENT; `upcoming` ahead, not yet reminded. */
+/** Writes a SENT reminder, keyed as the service keys it, for each appointment `from` names (as `a`). */
+function remindSent(from: string): Promise<unknown> {
+  return pgQuery(
+    dbUrl,
+    `INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload, status, attempts, sent_at)
+     SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER', ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')},
+            a.id, 'EMAIL', a.contact, '{}', 'SENT', 1, a.remind_at
+       FROM ${from}`,
+  );
+}
+
+/** Past appointments over the last days, each with its SENT reminder; `upcoming` ahead inside their lead, all but 50 reminded. */
 async function load(upcoming: number): Promise<void> {
   const days = Math.max(1, Math.ceil(cfg.appointments / 15_000));
   await pgQuery(
@@ -52,14 +64,7 @@ async function load(upcoming: number): Promise<void> {
        FROM (SELECT now() - interval '1 hour' - (g::double precision / $1) * make_interval(days => $2) AS s FROM generate_series(1, $1) g) t`,
     [cfg.appointments, days],
   );
-  await pgQuery(
-    dbUrl,
-    `INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload, status, attempts, sent_at)
-     SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER',
-            'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint,
-            a.id, 'EMAIL', a.contact, '{}', 'SENT', 1, a.remind_at
-       FROM appointments a`,
-  );
+  await remindSent('appointments a');
   // Ahead: a day of bookings with the default lead (24 h), so every one is
   // inside its lead window; all but the first 50 already have their reminder
   // (the steady state: what the pass reads every time, to find the 50).
@@ -70,14 +75,7 @@ async function load(upcoming: number): Promise<void> {
        FROM (SELECT now() + (g::double precision / $1) * interval '23 hours' AS s FROM generate_series(1, $1) g) t`,
     [upcoming],
   );
-  await pgQuery(
-    dbUrl,
-    `INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload, status, attempts, sent_at)
-     SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER',
-            'appointment-reminder:' || a.id || ':' || floor(extract(epoch FROM a.starts_at) * 1000)::bigint,
-            a.id, 'EMAIL', a.contact, '{}', 'SENT', 1, a.remind_at
-       FROM appointments a WHERE a.customer_id = 'ahead' ORDER BY a.starts_at OFFSET 50`,
-  );
+  await remindSent(`appointments a WHERE a.customer_id = 'ahead' ORDER BY a.starts_at OFFSET 50`);
   await pgQuery(dbUrl, 'VACUUM ANALYZE appointments');
   await pgQuery(dbUrl, 'VACUUM ANALYZE notifications');
 }
