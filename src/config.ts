@@ -157,6 +157,14 @@ const schema = z.object({
   PARCEL_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
   // How often pending notifications without a delivery job are picked up again.
   NOTIFY_RELAY_INTERVAL_SECONDS: int(1, 86_400).default(30),
+  // Terminal history older than this many days is deleted: paid and cancelled orders with their items,
+  // appointments started (or cancelled) that long ago, batches with their parcels, each with its
+  // notifications once none is left to deliver. Unset: everything is kept. It must exceed
+  // QUEUE_DEAD_RETENTION_DAYS, so a dead job an operator may still redrive finds its row.
+  RETENTION_DAYS: int(1, 36_500).optional(),
+  // How often the retention pass runs (each run deletes in batches of RETENTION_BATCH_SIZE rows).
+  RETENTION_INTERVAL_SECONDS: int(60, 7 * 86_400).default(3_600),
+  RETENTION_BATCH_SIZE: int(1, 10_000).default(1_000),
   // When the daily report of the previous local day is made: a cron pattern
   // (5 fields, or 6 with seconds) in DAILY_REPORT_TIMEZONE (an IANA name).
   DAILY_REPORT_CRON: z.string().min(1).max(100).default('0 2 * * *'),
@@ -189,6 +197,9 @@ const checked = schema.superRefine((c, ctx) => {
     ['NOTIFY_BATCHES_WEBHOOK_SECRET', 'NOTIFY_BATCHES_WEBHOOK_URL'],
   ] as const) {
     if (c[secret] && !c[url]) ctx.addIssue({ code: 'custom', path: [secret], message: `is set without ${url}` });
+  }
+  if (c.RETENTION_DAYS !== undefined && c.RETENTION_DAYS <= c.QUEUE_DEAD_RETENTION_DAYS) {
+    ctx.addIssue({ code: 'custom', path: ['RETENTION_DAYS'], message: `must exceed QUEUE_DEAD_RETENTION_DAYS (${c.QUEUE_DEAD_RETENTION_DAYS})` });
   }
   if (!isTimeZone(c.DAILY_REPORT_TIMEZONE)) return; // reported on its own variable
   try {

@@ -38,7 +38,7 @@ export function outboxInsertSql(o: {
   kind: NotificationKind;
   from: string;
   dedupeKey: string;
-  subject: { column: 'order_id' | 'appointment_id' | 'batch_id'; value: string };
+  subject: { column: OutboxSubject; value: string };
   channel?: string;
   recipient?: string;
   payload: string;
@@ -55,6 +55,20 @@ export function outboxInsertSql(o: {
   ];
   return `INSERT INTO notifications (${cols.join(', ')}) SELECT ${values.join(', ')} FROM ${o.from}`;
 }
+
+/** A subject column of the outbox rows. */
+export type OutboxSubject = 'order_id' | 'appointment_id' | 'batch_id';
+
+/**
+ * SQL: the subject `value` (a column expression of the caller's statement) has
+ * no outbox row still to deliver: none PENDING or SENDING, none FAILED that an
+ * operator redrove. Only then may its history go (the retention pass).
+ */
+export const outboxSettledSql = (subject: OutboxSubject, value: string): string =>
+  `NOT EXISTS (SELECT 1 FROM notifications n WHERE n.${subject} = ${value} AND (n.status IN ('PENDING', 'SENDING') OR n.redrive_requested))`;
+
+/** SQL: deletes the outbox rows of the subjects listed by `ids` (a CTE of the caller's statement with an `id` column). */
+export const outboxDeleteSql = (subject: OutboxSubject, ids: string): string => `DELETE FROM notifications WHERE ${subject} IN (SELECT id FROM ${ids})`;
 
 /**
  * A notification row's delivery state. PENDING: to be sent; SENDING: a

@@ -67,4 +67,13 @@ describe('config', () => {
     );
     expect(loadConfig({ WORKER_LEASE_MS: '1500', NOTIFY_TIMEOUT_MS: '750' }).NOTIFY_TIMEOUT_MS).toBe(750);
   });
+
+  // A dead job an operator may still redrive must find its row: history goes only after dead jobs do.
+  it('keeps history longer than dead jobs, or not at all', () => {
+    expect(loadConfig({}).RETENTION_DAYS).toBeUndefined();
+    expect(() => loadConfig({ RETENTION_DAYS: '7' })).toThrow(/RETENTION_DAYS: must exceed QUEUE_DEAD_RETENTION_DAYS \(7\)/);
+    expect(() => loadConfig({ RETENTION_DAYS: '10', QUEUE_DEAD_RETENTION_DAYS: '30' })).toThrow(/RETENTION_DAYS: must exceed/);
+    expect(loadConfig({ RETENTION_DAYS: '8' }).RETENTION_DAYS).toBe(8);
+    expect(() => loadConfig({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
+  });
 });

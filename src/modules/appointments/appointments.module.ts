@@ -8,6 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
+import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { appointmentsJobHandlers } from './appointments.jobs.js';
 import { RECONCILE_JOB, createAppointmentsReconcile } from './appointments.reconcile.js';
 import { createAppointmentsRepository } from './appointments.repository.js';
@@ -17,6 +18,7 @@ import { REMIND_JOB, createAppointmentsService } from './appointments.service.js
 export const APPOINTMENTS_QUEUE = 'appointments';
 
 export type AppointmentsModuleConfig = QueueConfig &
+  RetentionConfig &
   Pick<
     Config,
     | 'REMINDER_LEAD_SECONDS'
@@ -29,7 +31,11 @@ export type AppointmentsModuleConfig = QueueConfig &
 export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; config: AppointmentsModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'appointments' });
-  const queue = createModuleQueue(deps.redis, config, APPOINTMENTS_QUEUE, { [REMIND_JOB]: DATABASE_JOB_OPTIONS, [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS });
+  const queue = createModuleQueue(deps.redis, config, APPOINTMENTS_QUEUE, {
+    [REMIND_JOB]: DATABASE_JOB_OPTIONS,
+    [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS,
+    [retentionJobType(APPOINTMENTS_QUEUE)]: PERIODIC_JOB_OPTIONS,
+  });
   const repo = createAppointmentsRepository(deps.db);
   const perHour = config.REMINDERS_PER_CONTACT_PER_HOUR;
   const service = createAppointmentsService({
@@ -49,12 +55,18 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     afterStartSeconds: config.APPOINTMENT_RECONCILE_AFTER_START_SECONDS,
     everyMs: config.APPOINTMENT_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
+  const retention = createRetentionJob(
+    APPOINTMENTS_QUEUE,
+    [{ what: 'appointments', purge: (olderThanSeconds, limit) => repo.purgeFinished(olderThanSeconds, limit) }],
+    config,
+    log,
+  );
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'appointments',
     ...httpOf(appointmentsRoutes(service)),
     queue,
     handlers: appointmentsJobHandlers(service, log),
-    periodic: [reconcile.job],
+    periodic: [reconcile.job, retention],
     service,
     reconcile,
   };

@@ -2,7 +2,7 @@
 // the database clock; the reminder is written only by the statement that checks
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
-import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
+import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
 
 export type AppointmentRow = {
   id: string;
@@ -263,6 +263,37 @@ export function createAppointmentsRepository(db: Db) {
         ),
       ]);
       return rows;
+    },
+
+    /**
+     * Retention: deletes up to `limit` appointments of each status whose slot
+     * lies more than `olderThanSeconds` back by the database clock (BOOKED: started
+     * then, and unchanged since; CANCELLED: cancelled then, its remind time
+     * and start too), with their reminders, once none of those is left to
+     * deliver. Each branch reads an index in order (BOOKED by start, CANCELLED
+     * by remind time); rows another transaction holds are skipped, never
+     * waited for. Returns how many appointments went.
+     */
+    async purgeFinished(olderThanSeconds: number, limit: number): Promise<number> {
+      const cutoff = `now() - make_interval(secs => $1::double precision)`;
+      const settled = outboxSettledSql('appointment_id', 'a.id');
+      return db.$executeRawUnsafe(
+        `WITH booked AS (
+           SELECT a.id FROM appointments a
+            WHERE a.status = 'BOOKED' AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff} AND ${settled}
+            ORDER BY a.starts_at LIMIT $2
+            FOR UPDATE OF a SKIP LOCKED
+         ), cancelled AS (
+           SELECT a.id FROM appointments a
+            WHERE a.status = 'CANCELLED' AND a.remind_at < ${cutoff} AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff} AND ${settled}
+            ORDER BY a.remind_at LIMIT $2
+            FOR UPDATE OF a SKIP LOCKED
+         ), c AS (SELECT id FROM booked UNION ALL SELECT id FROM cancelled),
+         n AS (${outboxDeleteSql('appointment_id', 'c')})
+         DELETE FROM appointments WHERE id IN (SELECT id FROM c)`,
+        olderThanSeconds,
+        limit,
+      );
     },
 
     listReminders(id: string) {

@@ -7,6 +7,7 @@ import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
+import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { ordersJobHandlers } from './orders.jobs.js';
 import { RECONCILE_JOB, createOrdersReconcile } from './orders.reconcile.js';
 import { createOrdersRepository } from './orders.repository.js';
@@ -16,12 +17,17 @@ import { EXPIRE_JOB, createOrdersService } from './orders.service.js';
 export const ORDERS_QUEUE = 'orders';
 
 export type OrdersModuleConfig = QueueConfig &
+  RetentionConfig &
   Pick<Config, 'ORDER_PAYMENT_TIMEOUT_SECONDS' | 'ORDER_RECONCILE_INTERVAL_SECONDS' | 'ORDER_RECONCILE_GRACE_SECONDS'>;
 
 export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: OrdersModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'orders' });
-  const queue = createModuleQueue(deps.redis, config, ORDERS_QUEUE, { [EXPIRE_JOB]: DATABASE_JOB_OPTIONS, [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS });
+  const queue = createModuleQueue(deps.redis, config, ORDERS_QUEUE, {
+    [EXPIRE_JOB]: DATABASE_JOB_OPTIONS,
+    [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS,
+    [retentionJobType(ORDERS_QUEUE)]: PERIODIC_JOB_OPTIONS,
+  });
   const repo = createOrdersRepository(deps.db);
   const service = createOrdersService({ repo, queue, dispatch: deps.dispatch, log, defaultTimeoutSeconds: config.ORDER_PAYMENT_TIMEOUT_SECONDS });
   const reconcile = createOrdersReconcile({
@@ -32,12 +38,18 @@ export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: O
     graceSeconds: config.ORDER_RECONCILE_GRACE_SECONDS,
     everyMs: config.ORDER_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
+  const retention = createRetentionJob(
+    ORDERS_QUEUE,
+    [{ what: 'orders', purge: (olderThanSeconds, limit) => repo.purgeSettled(olderThanSeconds, limit) }],
+    config,
+    log,
+  );
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'orders',
     ...httpOf(ordersRoutes(service)),
     queue,
     handlers: ordersJobHandlers(service, log),
-    periodic: [reconcile.job],
+    periodic: [reconcile.job, retention],
     service,
     reconcile,
   };

@@ -2,7 +2,7 @@
 // judged by the database clock (now()); a count of 0 means "already settled".
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
-import { dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
+import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
@@ -245,6 +245,27 @@ export function createOrdersRepository(db: Db) {
          ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
       const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(target, 'PAYMENT_TIMEOUT'));
       return { cancelled: rows.length, notificationIds: rows.flatMap((r) => (r.notification_id ? [r.notification_id] : [])) };
+    },
+
+    /**
+     * Retention: deletes up to `limit` of the oldest orders settled (PAID or
+     * CANCELLED) more than `olderThanSeconds` ago by the database clock, with their
+     * items and notifications, once none of those is left to deliver. Rows
+     * another transaction holds are skipped, never waited for. Returns how
+     * many orders went.
+     */
+    async purgeSettled(olderThanSeconds: number, limit: number): Promise<number> {
+      return db.$executeRaw`
+        WITH c AS (
+          SELECT o.id FROM orders o
+           WHERE o.created_at < now() - make_interval(secs => ${olderThanSeconds})
+             AND o.status <> 'UNPAID'
+             AND coalesce(o.paid_at, o.cancelled_at) < now() - make_interval(secs => ${olderThanSeconds})
+             AND ${Prisma.raw(outboxSettledSql('order_id', 'o.id'))}
+           ORDER BY o.created_at LIMIT ${limit}
+           FOR UPDATE OF o SKIP LOCKED
+        ), n AS (${Prisma.raw(outboxDeleteSql('order_id', 'c'))})
+        DELETE FROM orders WHERE id IN (SELECT id FROM c)`;
     },
 
     /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */

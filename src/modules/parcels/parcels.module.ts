@@ -7,6 +7,7 @@ import { httpOf } from '../../core/http/route.js';
 import type { Logger } from '../../core/logger.js';
 import type { Background, ServiceModule } from '../../core/module.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
+import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { RECONCILE_JOB, createParcelsReconcile } from './parcels.reconcile.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { batcherPrefix, createBatcher, createBatchFlusher } from '../../queue/index.js';
@@ -17,6 +18,7 @@ import { createParcelsService } from './parcels.service.js';
 export const PARCELS_QUEUE = 'parcels';
 
 export type ParcelsModuleConfig = QueueConfig &
+  RetentionConfig &
   Pick<
     Config,
     'PARCEL_BATCH_SIZE' | 'PARCEL_MAX_WAIT_SECONDS' | 'PARCEL_RECONCILE_INTERVAL_SECONDS' | 'PARCEL_RECONCILE_GRACE_SECONDS' | 'WORKER_IDLE_RECHECK_MS'
@@ -46,13 +48,17 @@ export function createParcelsModule(deps: {
     maxWaitMs: Math.round(config.PARCEL_MAX_WAIT_SECONDS * 1_000),
   };
   const batcher = createBatcher(deps.redis, batcherOptions);
-  const queue = createModuleQueue(deps.redis, config, PARCELS_QUEUE, { [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS });
+  const queue = createModuleQueue(deps.redis, config, PARCELS_QUEUE, {
+    [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS,
+    [retentionJobType(PARCELS_QUEUE)]: PERIODIC_JOB_OPTIONS,
+  });
   const serviceOn = (db: Db) =>
     createParcelsService({ repo: createParcelsRepository(db), batcher, dispatch: deps.dispatch, log, onBatch: deps.onBatch ?? (() => {}) });
   const service = serviceOn(deps.db);
   const flushService = deps.flushDb ? serviceOn(deps.flushDb) : service;
+  const repo = createParcelsRepository(deps.db);
   const reconcile = createParcelsReconcile({
-    repo: createParcelsRepository(deps.db),
+    repo,
     service,
     batcher,
     log,
@@ -83,12 +89,18 @@ export function createParcelsModule(deps: {
       },
     },
   ];
+  const retention = createRetentionJob(
+    PARCELS_QUEUE,
+    [{ what: 'batches', purge: (olderThanSeconds, limit) => repo.purgeBatches(olderThanSeconds, limit) }],
+    config,
+    log,
+  );
   const module: ServiceModule & { service: typeof service; batcher: typeof batcher; reconcile: typeof reconcile } = {
     name: 'parcels',
     ...httpOf(parcelsRoutes(service)),
     queue,
     handlers: {},
-    periodic: [reconcile.job],
+    periodic: [reconcile.job, retention],
     background,
     service,
     batcher,

@@ -2,7 +2,7 @@
 // Redis; a batch is committed in one statement that attaches only parcels not
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
-import { dedupeKeySql, outboxInsertSql } from '../../core/outbox.js';
+import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
 
 export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
 export type ParcelRow = {
@@ -234,6 +234,29 @@ export function createParcelsRepository(db: Db) {
           WHERE status = 'WAITING' AND created_at < now() - make_interval(secs => $1::double precision / 1000)
           ORDER BY created_at, tracking_no LIMIT $2`,
         olderThanMs,
+        limit,
+      );
+    },
+
+    /**
+     * Retention: deletes up to `limit` of the oldest batches made more than
+     * `olderThanSeconds` ago by the database clock, with their parcels and the
+     * sorters' notifications, once none of those is left to deliver. WAITING
+     * parcels belong to no batch and are never touched; batches another
+     * transaction holds are skipped, never waited for. Returns how many
+     * batches went.
+     */
+    async purgeBatches(olderThanSeconds: number, limit: number): Promise<number> {
+      return db.$executeRawUnsafe(
+        `WITH c AS (
+           SELECT b.id FROM batches b
+            WHERE b.created_at < now() - make_interval(secs => $1::double precision) AND ${outboxSettledSql('batch_id', 'b.id')}
+            ORDER BY b.created_at LIMIT $2
+            FOR UPDATE OF b SKIP LOCKED
+         ), p AS (DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)),
+         n AS (${outboxDeleteSql('batch_id', 'c')})
+         DELETE FROM batches WHERE id IN (SELECT id FROM c)`,
+        olderThanSeconds,
         limit,
       );
     },

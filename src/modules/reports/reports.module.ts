@@ -10,7 +10,7 @@ import { PERIODIC_JOB_OPTIONS, createModuleQueue } from '../../core/module-queue
 import type { ServiceModule } from '../../core/module.js';
 import type { RedisClient } from '../../core/redis.js';
 import type { PeriodicJob } from '../../queue/index.js';
-import { type DailyReport, createReportsRepository } from './reports.repository.js';
+import { type DailyReport, createReportsRepository, reportLookbackDays } from './reports.repository.js';
 
 export const REPORTS_QUEUE = 'reports';
 export const DAILY_JOB = 'reports.daily';
@@ -38,7 +38,7 @@ export function dayBefore(at: number, timezone: string): string {
 export function createReportsModule(deps: { db: Db; redis: RedisClient; config: ReportsModuleConfig; log: Logger }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'reports' });
-  const repo = createReportsRepository(deps.db);
+  const repo = createReportsRepository(deps.db, reportLookbackDays(config.QUEUE_DEAD_RETENTION_DAYS));
   const timezone = config.DAILY_REPORT_TIMEZONE;
   const queue = createModuleQueue(deps.redis, config, REPORTS_QUEUE, { [DAILY_JOB]: PERIODIC_JOB_OPTIONS });
   const daily: PeriodicJob = {

@@ -1,9 +1,11 @@
 // SQL of the daily report: one statement computes a local calendar day's
 // figures from the domains' tables and stores them under (day, time zone),
 // replacing an earlier run of the same day, so a repeated run is harmless.
+// It reads the rows made on that day or within the lookback before it, by
+// each table's index on creation time, never the whole history.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
-import type { NotificationKind } from '../../core/outbox.js';
+import { NOTIFICATION_STATUSES, type NotificationKind } from '../../core/outbox.js';
 
 /** The reminders' kind, spelled by the outbox's list (core/outbox.ts). */
 const REMINDER_KIND = Prisma.raw(`'${'APPOINTMENT_REMINDER' satisfies NotificationKind}'`);
@@ -22,14 +24,31 @@ type Row = { day: string; timezone: string; figures: DailyFigures; generated_at:
 
 const toReport = (r: Row): DailyReport => ({ day: r.day, timezone: r.timezone, figures: r.figures, generatedAt: r.generated_at });
 
-export function createReportsRepository(db: Db) {
+/** Every status of a table, so its (status, created_at) index serves a range of creation times. */
+const ALL_NOTIFICATION_STATUSES = Prisma.raw(NOTIFICATION_STATUSES.map((s) => `'${s}'`).join(', '));
+const ALL_PARCEL_STATUSES = Prisma.raw(`'WAITING', 'BATCHED'`);
+
+/**
+ * How many days before its day the report looks for rows whose event fell on
+ * it: an order is paid or cancelled within its payment window (at most 7
+ * days) of its creation, a notification sent at the latest when an operator
+ * redrives its dead delivery (kept `deadRetentionDays`), a parcel batched
+ * within its area's longest wait (at most a day); one day more for lateness.
+ * An event later than that (an outage of more than a day past a deadline) is
+ * not counted on its day.
+ */
+export const reportLookbackDays = (deadRetentionDays: number): number => Math.max(7, deadRetentionDays) + 1;
+
+export function createReportsRepository(db: Db, lookbackDays: number) {
   return {
     /** Computes and stores the figures of `day` (YYYY-MM-DD) in `timezone`: [local midnight, next local midnight). */
     async generate(day: string, timezone: string): Promise<DailyReport> {
+      // The bounds as expressions of the parameters (not columns of a CTE), so each table's index takes them.
+      const hi = Prisma.sql`(${day}::date + 1)::timestamp AT TIME ZONE ${timezone}`;
+      const from = Prisma.sql`(${day}::date - ${lookbackDays}::int)::timestamp AT TIME ZONE ${timezone}`;
       const [row] = await db.$queryRaw<Row[]>`
         WITH b AS (
-          SELECT (${day}::date)::timestamp AT TIME ZONE ${timezone} AS lo,
-                 (${day}::date + 1)::timestamp AT TIME ZONE ${timezone} AS hi
+          SELECT (${day}::date)::timestamp AT TIME ZONE ${timezone} AS lo, ${hi} AS hi
         ), o AS (
           SELECT count(*) FILTER (WHERE created_at >= lo AND created_at < hi) AS created,
                  count(*) FILTER (WHERE paid_at >= lo AND paid_at < hi) AS paid,
@@ -37,7 +56,7 @@ export function createReportsRepository(db: Db) {
                  count(*) FILTER (WHERE cancelled_at >= lo AND cancelled_at < hi AND cancel_reason = 'PAYMENT_TIMEOUT') AS c_timeout,
                  count(*) FILTER (WHERE cancelled_at >= lo AND cancelled_at < hi AND cancel_reason = 'CUSTOMER') AS c_customer
             FROM orders, b
-           WHERE (created_at >= lo AND created_at < hi) OR (paid_at >= lo AND paid_at < hi) OR (cancelled_at >= lo AND cancelled_at < hi)
+           WHERE created_at >= ${from} AND created_at < ${hi}
         ), n AS (
           SELECT count(*) FILTER (WHERE kind = ${REMINDER_KIND} AND created_at >= lo AND created_at < hi) AS r_written,
                  count(*) FILTER (WHERE kind = ${REMINDER_KIND} AND sent_at >= lo AND sent_at < hi) AS r_sent,
@@ -45,14 +64,14 @@ export function createReportsRepository(db: Db) {
                  count(*) FILTER (WHERE sent_at >= lo AND sent_at < hi) AS sent,
                  count(*) FILTER (WHERE status = 'FAILED' AND created_at >= lo AND created_at < hi) AS failed
             FROM notifications, b
-           WHERE (created_at >= lo AND created_at < hi) OR (sent_at >= lo AND sent_at < hi)
+           WHERE status IN (${ALL_NOTIFICATION_STATUSES}) AND created_at >= ${from} AND created_at < ${hi}
         ), p AS (
           SELECT count(*) FILTER (WHERE created_at >= lo AND created_at < hi) AS received,
                  count(*) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS batched,
                  max(extract(epoch FROM batched_at - created_at)) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS max_wait,
                  avg(extract(epoch FROM batched_at - created_at)) FILTER (WHERE batched_at >= lo AND batched_at < hi) AS avg_wait
             FROM parcels, b
-           WHERE (created_at >= lo AND created_at < hi) OR (batched_at >= lo AND batched_at < hi)
+           WHERE status IN (${ALL_PARCEL_STATUSES}) AND created_at >= ${from} AND created_at < ${hi}
         ), t AS (
           SELECT count(*) FILTER (WHERE reason = 'FULL') AS full_batches, count(*) FILTER (WHERE reason = 'TIMEOUT') AS timeout_batches
             FROM batches, b WHERE created_at >= lo AND created_at < hi
