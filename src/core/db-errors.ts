@@ -22,6 +22,11 @@ export function isUniqueViolation(err: unknown): boolean {
   return /\bP2002\b|23505|UniqueConstraintViolation|unique constraint/i.test(fields(err));
 }
 
+/** A statement of a REPEATABLE READ transaction met a row changed after its snapshot (or a deadlock): it may be made again. */
+export function isSerializationFailure(err: unknown): boolean {
+  return /\bP2034\b|40001|40P01|TransactionWriteConflict|could not serialize access|deadlock detected/i.test(fields(err));
+}
+
 // Besides Prisma's codes: the driver adapter's ConnectionClosed ("Server has
 // closed the connection", as such or wrapped in P2010); pg's own wording for a
 // connection that broke under a transaction ("... is not queryable") and for a

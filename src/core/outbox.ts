@@ -61,11 +61,16 @@ export type OutboxSubject = 'order_id' | 'appointment_id' | 'batch_id';
 
 /**
  * SQL: the subject `value` (a column expression of the caller's statement) has
- * no outbox row still to deliver: none PENDING or SENDING, none FAILED that an
- * operator redrove. Only then may its history go (the retention pass).
+ * no outbox row still to deliver (PENDING, SENDING, or FAILED and redriven by
+ * an operator) nor made or tried since `cutoff` (its delivery job may still be
+ * dead-lettered, and redriven, for QUEUE_DEAD_RETENTION_DAYS after its last
+ * try). Only then may its history go (the retention pass). A probe per
+ * subject row through the subject's index: as NOT EXISTS the planner makes it
+ * an anti-join over every live notification, read again by each batch.
  */
-export const outboxSettledSql = (subject: OutboxSubject, value: string): string =>
-  `NOT EXISTS (SELECT 1 FROM notifications n WHERE n.${subject} = ${value} AND (n.status IN ('PENDING', 'SENDING') OR n.redrive_requested))`;
+export const outboxSettledSql = (subject: OutboxSubject, value: string, cutoff: string): string =>
+  `(SELECT 1 FROM notifications n WHERE n.${subject} = ${value}
+      AND (n.status IN ('PENDING', 'SENDING') OR n.redrive_requested OR greatest(n.created_at, n.sending_at) >= ${cutoff}) LIMIT 1) IS NULL`;
 
 /** SQL: deletes the outbox rows of the subjects listed by `ids` (a CTE of the caller's statement with an `id` column). */
 export const outboxDeleteSql = (subject: OutboxSubject, ids: string): string => `DELETE FROM notifications WHERE ${subject} IN (SELECT id FROM ${ids})`;

@@ -7,6 +7,8 @@
 // domain's statement (its repository's purge).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config.js';
+import type { Db } from './db.js';
+import { isSerializationFailure } from './db-errors.js';
 import type { Logger } from './logger.js';
 import type { PeriodicJob } from '../queue/index.js';
 
@@ -16,6 +18,30 @@ export type RetentionConfig = Pick<Config, 'RETENTION_DAYS' | 'RETENTION_INTERVA
 export type Purge = { readonly what: string; purge(olderThanSeconds: number, limit: number): Promise<number> };
 
 type RetentionOptions = { readonly olderThanSeconds: number; readonly batchSize: number; readonly purges: readonly Purge[] };
+
+/** What a purge statement runs on: its snapshot's transaction. */
+export type PurgeClient = Pick<Db, '$executeRaw' | '$executeRawUnsafe'>;
+
+/** Tries of a purge statement whose snapshot a concurrent change overtook. */
+const SNAPSHOT_TRIES = 3;
+
+/**
+ * Runs a purge statement in a snapshot of its own (REPEATABLE READ): the rows
+ * it checks (a subject's notifications all settled) are the rows it deletes.
+ * Under READ COMMITTED its DELETE would wait for a row changed meanwhile (an
+ * operator's redrive of a FAILED notification) and delete the new version
+ * unchecked; here that change fails the statement, which is made again on a
+ * fresh snapshot (and a row held then is skipped).
+ */
+export async function purgeInSnapshot(db: Db, statement: (tx: PurgeClient) => Promise<number>): Promise<number> {
+  for (let i = 1; ; i++) {
+    try {
+      return await db.$transaction((tx) => statement(tx), { isolationLevel: 'RepeatableRead', maxWait: 10_000, timeout: 120_000 });
+    } catch (err) {
+      if (i >= SNAPSHOT_TRIES || !isSerializationFailure(err)) throw err;
+    }
+  }
+}
 
 /** A run stops after this share of the interval and leaves the rest to the next one. */
 const RUN_SHARE_OF_INTERVAL = 0.5;

@@ -88,4 +88,15 @@ describe('daily report', () => {
     const old = await reports.generate(dayBefore(Date.now() - 86_400_000, 'Asia/Shanghai'), 'Asia/Shanghai');
     expect(old.figures.orders).toMatchObject({ created: 0, paid: 0 });
   });
+
+  it('counts a send on its day however long before the notification was written', async () => {
+    // A reminder written weeks ago and sent today (its slot moved away and back, say).
+    await tdb.db.$executeRawUnsafe(
+      `INSERT INTO notifications (id, kind, dedupe_key, status, attempts, created_at, sent_at)
+       VALUES (gen_random_uuid(), 'APPOINTMENT_REMINDER', 'old-reminder', 'SENT', 1, now() - interval '40 days', now())`,
+    );
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai' }).format(Date.now());
+    const r = await (svc.module('reports') as unknown as ReportsModule).generate(today, 'Asia/Shanghai');
+    expect(r.figures.reminders).toMatchObject({ written: 0, sent: 1, failed: 0 });
+  });
 });

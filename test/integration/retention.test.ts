@@ -10,7 +10,7 @@ import { runRetention } from '../../src/core/retention.js';
 import { createAppointmentsRepository } from '../../src/modules/appointments/appointments.repository.js';
 import { createOrdersRepository } from '../../src/modules/orders/orders.repository.js';
 import { createParcelsRepository } from '../../src/modules/parcels/parcels.repository.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { adminQuery, createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
 import { startTestService, stopTestService } from '../helpers/service.js';
 
@@ -27,7 +27,15 @@ const sql = (text: string, ...values: unknown[]) => tdb.db.$executeRawUnsafe(tex
 /** A time `days` days before now (database clock), as SQL. */
 const ago = (days: number) => `now() - interval '${days} days'`;
 
-type OrderSpec = { status: 'UNPAID' | 'PAID' | 'CANCELLED'; createdDaysAgo: number; settledDaysAgo?: number; notification?: string; redrive?: boolean };
+type OrderSpec = {
+  status: 'UNPAID' | 'PAID' | 'CANCELLED';
+  createdDaysAgo: number;
+  settledDaysAgo?: number;
+  notification?: string;
+  redrive?: boolean;
+  /** When its notice was last tried (claimed for a call). */
+  triedDaysAgo?: number;
+};
 
 async function order(s: OrderSpec): Promise<string> {
   const id = randomUUID();
@@ -43,8 +51,9 @@ async function order(s: OrderSpec): Promise<string> {
   await sql(`INSERT INTO order_items (order_id, position, sku, quantity, unit_price_cents) VALUES ($1::uuid, 0, 's', 1, 100)`, id);
   if (s.notification) {
     await sql(
-      `INSERT INTO notifications (id, kind, dedupe_key, order_id, status, redrive_requested, created_at)
-       VALUES (gen_random_uuid(), 'ORDER_CANCELLED', 'order-cancelled:' || $1, $1::uuid, $2::"NotificationStatus", $3, ${ago(settled)})`,
+      `INSERT INTO notifications (id, kind, dedupe_key, order_id, status, redrive_requested, created_at, sending_at)
+       VALUES (gen_random_uuid(), 'ORDER_CANCELLED', 'order-cancelled:' || $1, $1::uuid, $2::"NotificationStatus", $3, ${ago(settled)},
+               ${s.triedDaysAgo === undefined ? 'NULL' : ago(s.triedDaysAgo)})`,
       id,
       s.notification,
       s.redrive ?? false,
@@ -118,6 +127,8 @@ describe('retention', () => {
       await order({ status: 'CANCELLED', createdDaysAgo: 40, notification: 'PENDING' }),
       await order({ status: 'CANCELLED', createdDaysAgo: 40, notification: 'SENDING' }),
       await order({ status: 'CANCELLED', createdDaysAgo: 40, notification: 'FAILED', redrive: true }),
+      // Its notice was tried inside the window: its delivery job may still be dead-lettered, for an operator to redrive.
+      await order({ status: 'CANCELLED', createdDaysAgo: 40, notification: 'FAILED', triedDaysAgo: 3 }),
       // Settled inside the window (made long ago, cancelled lately).
       await order({ status: 'CANCELLED', createdDaysAgo: 40, settledDaysAgo: 10, notification: 'SENT' }),
       await order({ status: 'PAID', createdDaysAgo: 29 }),
@@ -138,7 +149,7 @@ describe('retention', () => {
       expect(await exists('orders', id)).toBe(true);
       expect(await count('order_items', 'order_id = $1::uuid', id)).toBe(1);
     }
-    expect(await count('notifications', 'order_id IS NOT NULL')).toBe(4);
+    expect(await count('notifications', 'order_id IS NOT NULL')).toBe(5);
     // Nothing more to do: a second pass deletes nothing.
     expect(await repo.purgeSettled(CUTOFF, 100)).toBe(0);
   });
@@ -221,6 +232,31 @@ describe('retention', () => {
     }
     expect(await repo.purgeSettled(CUTOFF, 100)).toBe(1);
     expect(await exists('orders', held)).toBe(false);
+  });
+
+  // Review of c01cc0c: under READ COMMITTED the DELETE waited for the redrive,
+  // then deleted the redriven row unchecked, and the operator's redrive sent nothing.
+  it('keeps an order whose notice an operator redrives while the pass waits for that row', async () => {
+    const id = await order({ status: 'CANCELLED', createdDaysAgo: 40, notification: 'FAILED' });
+    const repo = createOrdersRepository(tdb.db);
+    const c = new pg.Client({ connectionString: tdb.url });
+    await c.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('UPDATE notifications SET redrive_requested = true WHERE order_id = $1', [id]);
+      const pass = repo.purgeSettled(CUTOFF, 100);
+      const waiting = async () =>
+        Number(
+          (await adminQuery<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = '${tdb.name}' AND wait_event_type = 'Lock'`))[0]!.n,
+        ) > 0;
+      expect(await waitFor(waiting, 10_000, 20)).toBe(true);
+      await c.query('COMMIT');
+      expect(await pass).toBe(0);
+    } finally {
+      await c.end();
+    }
+    expect(await exists('orders', id)).toBe(true);
+    expect(await count('notifications', 'order_id = $1::uuid AND redrive_requested', id)).toBe(1);
   });
 
   it('runs as each domain periodic job when RETENTION_DAYS is set', async () => {

@@ -11,9 +11,14 @@
 //   CANCELLED, by the customer only if a cancel was answered 200, otherwise by
 //   the timeout and never before its deadline; one ORDER_CANCELLED row per
 //   cancelled order and none for a paid one, SENT, and the receiver took it
-//   (twice at most when a fault cut a send off, never otherwise).
+//   (twice at most when a fault cut a send off, never otherwise);
+// - the retention pass (run with a cutoff of now, amid the rest) deletes only
+//   settled orders whose notice is settled: each one it took is checked as it
+//   was last seen, its notice taken by the receiver once (none if paid), and
+//   answered 404 from then on.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrdersRepository } from '../../src/modules/orders/orders.repository.js';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
 import { type World, startWorld } from './world.js';
@@ -23,6 +28,11 @@ import { type World, startWorld } from './world.js';
 const EPS_MS = 100;
 const SETTLE_MS = 60_000;
 
+/** An order's row and notices as read just before a retention pass deleted it. */
+type Seen = {
+  row: { id: string; status: string; paidAt: Date | null; cancelledAt: Date | null; cancelReason: string | null };
+  notes: { id: string; orderId: string | null; status: string; attempts: number; redriveRequested: boolean }[];
+};
 type Order = {
   id: string;
   key: string;
@@ -30,6 +40,8 @@ type Order = {
   expiresAt: number;
   paid: boolean;
   cancelled: boolean;
+  /** Deleted by a retention pass: as last seen if it was settled then ('unknown' if not: it settled in the moment between). */
+  purged?: Seen | 'unknown';
 };
 type Model = { orders: Order[] };
 
@@ -98,6 +110,10 @@ abstract class OnOrder extends Step<Model> {
 }
 
 class RepeatCreate extends OnOrder {
+  // A key whose order retention deleted is free again: not this suite's concern.
+  override check(m: Readonly<Model>) {
+    return super.check(m) && !this.order(m as Model).purged;
+  }
   constructor(
     pick: number,
     readonly sameBody: boolean,
@@ -117,7 +133,15 @@ class RepeatCreate extends OnOrder {
   }
 }
 
+/** An order retention deleted is answered 404 from then on. */
+function gone(o: Order, what: string, res: Reply): boolean {
+  if (!o.purged) return false;
+  if (res.status !== 404 || res.body.code !== 'ORDER_NOT_FOUND') fail(`${what} ${o.id} after retention deleted it`, res);
+  return true;
+}
+
 function applyPay(o: Order, res: Reply): void {
+  if (gone(o, 'pay', res)) return;
   if (res.status === 200) {
     if (res.body.status !== 'PAID') fail(`pay ${o.id}`, res);
     if (o.cancelled) fail(`pay ${o.id} after a cancel was answered 200`, res);
@@ -139,6 +163,7 @@ function applyPay(o: Order, res: Reply): void {
 }
 
 function applyCancel(o: Order, res: Reply): void {
+  if (gone(o, 'cancel', res)) return;
   if (res.status === 200) {
     if (res.body.status !== 'CANCELLED') fail(`cancel ${o.id}`, res);
     if (o.paid) fail(`cancel ${o.id} after a 200 pay`, res);
@@ -199,12 +224,54 @@ class Read extends OnOrder {
   async act(m: Model, r: Real) {
     const o = this.order(m);
     const res = await r.world.http.send('GET', `/orders/${o.id}`);
+    if (gone(o, 'get', res)) return;
     if (res.status !== 200) fail(`get ${o.id}`, res);
     if (o.paid && res.body.status !== 'PAID') fail(`get ${o.id}: paid, then`, res);
     if (o.cancelled && res.body.status !== 'CANCELLED') fail(`get ${o.id}: cancelled, then`, res);
   }
   toString() {
     return `Read(${this.pick})`;
+  }
+}
+
+/** Tries a database read a few times: a fault step may just have cut the test's own connections. */
+async function read<T>(f: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await f();
+    } catch (err) {
+      if (i >= 5) throw err;
+      await new Promise((res) => setTimeout(res, 300));
+    }
+  }
+}
+
+const FINAL_NOTICE = new Set(['SENT', 'FAILED', 'CANCELLED']);
+
+/** The retention pass with a cutoff of now: every settled order whose notice is settled may go, while expiries and deliveries run. */
+class Retention extends Step<Model> {
+  async act(m: Model, r: Real) {
+    const live = m.orders.filter((o) => !o.purged);
+    const ids = live.map((o) => o.id);
+    const db = r.world.db;
+    const [rows, notes] = await read(() =>
+      Promise.all([db.order.findMany({ where: { id: { in: ids } } }), db.notification.findMany({ where: { orderId: { in: ids } } })]),
+    );
+    // A failed pass (the database cut off by a fault) may still have committed: what is gone says.
+    await createOrdersRepository(db)
+      .purgeSettled(0, 1_000)
+      .catch(() => {});
+    const left = new Set((await read(() => db.order.findMany({ where: { id: { in: ids } }, select: { id: true } }))).map((x) => x.id));
+    for (const o of live) {
+      if (left.has(o.id)) continue;
+      const row = rows.find((x) => x.id === o.id);
+      const mine = notes.filter((n) => n.orderId === o.id);
+      const final = row && row.status !== 'UNPAID' && mine.every((n) => FINAL_NOTICE.has(n.status) && !n.redriveRequested);
+      o.purged = final ? { row, notes: mine } : 'unknown';
+    }
+  }
+  toString() {
+    return 'Retention';
   }
 }
 
@@ -216,6 +283,7 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new PayAndCancel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
+  { weight: 1, arbitrary: fc.constant(new Retention()) },
 );
 
 async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
@@ -232,10 +300,19 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
   const delivered = new Map<string, number>();
   for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
-  const counts = { orders: ids.length, paid: 0, cancelledByTimeout: 0, cancelledByCustomer: 0, delivered: 0, deliveredTwice: 0 };
+  const counts = { orders: ids.length, paid: 0, cancelledByTimeout: 0, cancelledByCustomer: 0, delivered: 0, deliveredTwice: 0, purged: 0 };
   for (const o of m.orders) {
-    const row = rows.find((x) => x.id === o.id);
-    const mine = notes.filter((n) => n.orderId === o.id);
+    if (o.purged) {
+      counts.purged++;
+      // Whatever was seen of it: the receiver took its one notice, or none for a paid order.
+      const taken = r.world.webhook.delivered.filter((c) => (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
+      const notices = new Set(taken.map((c) => c.body.id));
+      if (o.paid ? notices.size !== 0 : notices.size !== 1) p.add(`order ${o.id}: deleted by retention, ${notices.size} notices taken by the receiver`);
+      if (o.purged === 'unknown') continue;
+    }
+    const seen = o.purged as Seen | undefined; // not 'unknown': that went on above
+    const row = seen ? seen.row : rows.find((x) => x.id === o.id);
+    const mine = seen ? seen.notes : notes.filter((n) => n.orderId === o.id);
     if (!row) {
       p.add(`order ${o.id} is gone`);
       continue;

@@ -3,6 +3,7 @@
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
 import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import { purgeInSnapshot } from '../../core/retention.js';
 
 export type AppointmentRow = {
   id: string;
@@ -267,33 +268,32 @@ export function createAppointmentsRepository(db: Db) {
 
     /**
      * Retention: deletes up to `limit` appointments of each status whose slot
-     * lies more than `olderThanSeconds` back by the database clock (BOOKED: started
-     * then, and unchanged since; CANCELLED: cancelled then, its remind time
-     * and start too), with their reminders, once none of those is left to
-     * deliver. Each branch reads an index in order (BOOKED by start, CANCELLED
-     * by remind time); rows another transaction holds are skipped, never
-     * waited for. Returns how many appointments went.
+     * lies more than `olderThanSeconds` back by the database clock (BOOKED:
+     * started then, and unchanged since; CANCELLED: cancelled then, its remind
+     * time and start too), with their reminders, once none of those is left
+     * to deliver. One statement per status, each reading an index in order
+     * (BOOKED by start, CANCELLED by remind time); rows another transaction
+     * holds are skipped, never waited for. Returns how many appointments went.
      */
     async purgeFinished(olderThanSeconds: number, limit: number): Promise<number> {
       const cutoff = `now() - make_interval(secs => $1::double precision)`;
-      const settled = outboxSettledSql('appointment_id', 'a.id');
-      return db.$executeRawUnsafe(
-        `WITH booked AS (
-           SELECT a.id FROM appointments a
-            WHERE a.status = 'BOOKED' AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff} AND ${settled}
-            ORDER BY a.starts_at LIMIT $2
-            FOR UPDATE OF a SKIP LOCKED
-         ), cancelled AS (
-           SELECT a.id FROM appointments a
-            WHERE a.status = 'CANCELLED' AND a.remind_at < ${cutoff} AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff} AND ${settled}
-            ORDER BY a.remind_at LIMIT $2
-            FOR UPDATE OF a SKIP LOCKED
-         ), c AS (SELECT id FROM booked UNION ALL SELECT id FROM cancelled),
-         n AS (${outboxDeleteSql('appointment_id', 'c')})
-         DELETE FROM appointments WHERE id IN (SELECT id FROM c)`,
-        olderThanSeconds,
-        limit,
-      );
+      const purge = (which: string, order: string) =>
+        purgeInSnapshot(db, (tx) =>
+          tx.$executeRawUnsafe(
+            `WITH c AS (
+               SELECT a.id FROM appointments a
+                WHERE ${which} AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff}
+                  AND ${outboxSettledSql('appointment_id', 'a.id', cutoff)}
+                ORDER BY ${order} LIMIT $2
+                FOR UPDATE OF a SKIP LOCKED
+             ), n AS (${outboxDeleteSql('appointment_id', 'c')})
+             DELETE FROM appointments WHERE id IN (SELECT id FROM c)`,
+            olderThanSeconds,
+            limit,
+          ),
+        );
+      const booked = await purge(`a.status = 'BOOKED'`, 'a.starts_at');
+      return booked + (await purge(`a.status = 'CANCELLED' AND a.remind_at < ${cutoff}`, 'a.remind_at'));
     },
 
     listReminders(id: string) {

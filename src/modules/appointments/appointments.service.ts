@@ -168,8 +168,11 @@ export function createAppointmentsService(d: {
       const current = await mustFind(id);
       if (current.status === 'BOOKED') await mayRemind(current.channel === 'SMS' ? 'sms' : 'email', current.contact);
       const row = await repo.reschedule(id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
-      // (Found above: no row means it was cancelled, maybe just now.)
-      if (!row) throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
+      if (!row) {
+        // Found above: it was cancelled since, or deleted by retention (404 then).
+        await mustFind(id);
+        throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
+      }
       await scheduleReminder(row);
       return row;
     },

@@ -3,6 +3,7 @@
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import { purgeInSnapshot } from '../../core/retention.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
@@ -255,17 +256,21 @@ export function createOrdersRepository(db: Db) {
      * many orders went.
      */
     async purgeSettled(olderThanSeconds: number, limit: number): Promise<number> {
-      return db.$executeRaw`
-        WITH c AS (
-          SELECT o.id FROM orders o
-           WHERE o.created_at < now() - make_interval(secs => ${olderThanSeconds})
-             AND o.status <> 'UNPAID'
-             AND coalesce(o.paid_at, o.cancelled_at) < now() - make_interval(secs => ${olderThanSeconds})
-             AND ${Prisma.raw(outboxSettledSql('order_id', 'o.id'))}
-           ORDER BY o.created_at LIMIT ${limit}
-           FOR UPDATE OF o SKIP LOCKED
-        ), n AS (${Prisma.raw(outboxDeleteSql('order_id', 'c'))})
-        DELETE FROM orders WHERE id IN (SELECT id FROM c)`;
+      const cutoff = `now() - make_interval(secs => $1::double precision)`;
+      return purgeInSnapshot(db, (tx) =>
+        tx.$executeRawUnsafe(
+          `WITH c AS (
+             SELECT o.id FROM orders o
+              WHERE o.created_at < ${cutoff} AND o.status <> 'UNPAID' AND coalesce(o.paid_at, o.cancelled_at) < ${cutoff}
+                AND ${outboxSettledSql('order_id', 'o.id', cutoff)}
+              ORDER BY o.created_at LIMIT $2
+              FOR UPDATE OF o SKIP LOCKED
+           ), n AS (${outboxDeleteSql('order_id', 'c')})
+           DELETE FROM orders WHERE id IN (SELECT id FROM c)`,
+          olderThanSeconds,
+          limit,
+        ),
+      );
     },
 
     /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */

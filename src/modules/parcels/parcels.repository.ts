@@ -3,6 +3,7 @@
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import { purgeInSnapshot } from '../../core/retention.js';
 
 export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
 export type ParcelRow = {
@@ -247,17 +248,20 @@ export function createParcelsRepository(db: Db) {
      * batches went.
      */
     async purgeBatches(olderThanSeconds: number, limit: number): Promise<number> {
-      return db.$executeRawUnsafe(
-        `WITH c AS (
-           SELECT b.id FROM batches b
-            WHERE b.created_at < now() - make_interval(secs => $1::double precision) AND ${outboxSettledSql('batch_id', 'b.id')}
-            ORDER BY b.created_at LIMIT $2
-            FOR UPDATE OF b SKIP LOCKED
-         ), p AS (DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)),
-         n AS (${outboxDeleteSql('batch_id', 'c')})
-         DELETE FROM batches WHERE id IN (SELECT id FROM c)`,
-        olderThanSeconds,
-        limit,
+      const cutoff = `now() - make_interval(secs => $1::double precision)`;
+      return purgeInSnapshot(db, (tx) =>
+        tx.$executeRawUnsafe(
+          `WITH c AS (
+             SELECT b.id FROM batches b
+              WHERE b.created_at < ${cutoff} AND ${outboxSettledSql('batch_id', 'b.id', cutoff)}
+              ORDER BY b.created_at LIMIT $2
+              FOR UPDATE OF b SKIP LOCKED
+           ), p AS (DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)),
+           n AS (${outboxDeleteSql('batch_id', 'c')})
+           DELETE FROM batches WHERE id IN (SELECT id FROM c)`,
+          olderThanSeconds,
+          limit,
+        ),
       );
     },
 

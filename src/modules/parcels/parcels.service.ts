@@ -165,19 +165,24 @@ export function createParcelsService(d: {
 
     /** Intake: 'created' for a new parcel, 'existing' for a repeat with the same area. */
     async intake(trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
-      const inserted = await inserts.submit({ trackingNo, areaCode });
-      if (inserted) {
-        const b = await group(inserted);
-        return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
+      let inserted = await inserts.submit({ trackingNo, areaCode });
+      if (!inserted) {
+        const existing = await repo.findParcel(trackingNo);
+        if (existing) {
+          if (existing.areaCode !== areaCode) {
+            throw new AppError('TRACKING_NO_CONFLICT', 409, `parcel ${trackingNo} was already posted for another area`);
+          }
+          // A repeat may follow a lost Redis write: grouping again is idempotent.
+          if (existing.status === 'WAITING') await group(existing);
+          return { parcel: (await repo.findParcel(trackingNo)) ?? existing, created: false };
+        }
+        // Neither inserted nor found: the area is unknown, or the parcel the
+        // insert met was deleted by retention in between (it goes in now).
+        inserted = await inserts.submit({ trackingNo, areaCode });
+        if (!inserted) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
       }
-      const existing = await repo.findParcel(trackingNo);
-      if (!existing) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
-      if (existing.areaCode !== areaCode) {
-        throw new AppError('TRACKING_NO_CONFLICT', 409, `parcel ${trackingNo} was already posted for another area`);
-      }
-      // A repeat may follow a lost Redis write: grouping again is idempotent.
-      if (existing.status === 'WAITING') await group(existing);
-      return { parcel: (await repo.findParcel(trackingNo)) ?? existing, created: false };
+      const b = await group(inserted);
+      return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
     },
 
     /**
@@ -193,6 +198,9 @@ export function createParcelsService(d: {
       const found = new Map(
         (await repo.findParcels(parcels.filter((p) => !inserted.has(p.trackingNo)).map((p) => p.trackingNo))).map((r) => [r.trackingNo, r]),
       );
+      // Neither inserted nor found: an unknown area, or a parcel deleted by retention in between (it goes in now).
+      const neither = parcels.filter((p) => !inserted.has(p.trackingNo) && !found.has(p.trackingNo));
+      if (neither.length > 0) for (const r of await repo.insertParcels(neither)) inserted.set(r.trackingNo, r);
       const created = new Set<string>();
       const toGroup = new Map<string, ParcelRow>();
       const first: (IntakeOutcome | 'taken')[] = parcels.map(({ trackingNo, areaCode }) => {
