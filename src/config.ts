@@ -201,6 +201,14 @@ const checked = schema.superRefine((c, ctx) => {
   if (c.RETENTION_DAYS !== undefined && c.RETENTION_DAYS <= c.QUEUE_DEAD_RETENTION_DAYS) {
     ctx.addIssue({ code: 'custom', path: ['RETENTION_DAYS'], message: `must exceed QUEUE_DEAD_RETENTION_DAYS (${c.QUEUE_DEAD_RETENTION_DAYS})` });
   }
+  // The appointments pass still writes reminders of slots started that long ago: never of one retention may delete.
+  if (c.RETENTION_DAYS !== undefined && c.RETENTION_DAYS * 86_400 <= c.APPOINTMENT_RECONCILE_AFTER_START_SECONDS) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['RETENTION_DAYS'],
+      message: `must exceed APPOINTMENT_RECONCILE_AFTER_START_SECONDS (${c.APPOINTMENT_RECONCILE_AFTER_START_SECONDS} s)`,
+    });
+  }
   if (!isTimeZone(c.DAILY_REPORT_TIMEZONE)) return; // reported on its own variable
   try {
     checkSchedule({ cron: c.DAILY_REPORT_CRON, timezone: c.DAILY_REPORT_TIMEZONE });

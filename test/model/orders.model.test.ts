@@ -18,6 +18,8 @@
 //   answered 404 from then on.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isDatabaseUnavailable, isSerializationFailure } from '../../src/core/db-errors.js';
+import { runRetention } from '../../src/core/retention.js';
 import { createOrdersRepository } from '../../src/modules/orders/orders.repository.js';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
@@ -258,9 +260,12 @@ class Retention extends Step<Model> {
       Promise.all([db.order.findMany({ where: { id: { in: ids } } }), db.notification.findMany({ where: { orderId: { in: ids } } })]),
     );
     // A failed pass (the database cut off by a fault) may still have committed: what is gone says.
-    await createOrdersRepository(db)
-      .purgeSettled(0, 1_000)
-      .catch(() => {});
+    const repo = createOrdersRepository(db);
+    await runRetention({ olderThanSeconds: 0, batchSize: 1_000, purges: [{ what: 'orders', purge: (s, n, a) => repo.purgeSettled(s, n, a) }] }, 60_000).catch(
+      (err: unknown) => {
+        if (!isDatabaseUnavailable(err) && !isSerializationFailure(err)) throw err;
+      },
+    );
     const left = new Set((await read(() => db.order.findMany({ where: { id: { in: ids } }, select: { id: true } }))).map((x) => x.id));
     for (const o of live) {
       if (left.has(o.id)) continue;

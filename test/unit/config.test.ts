@@ -75,5 +75,8 @@ describe('config', () => {
     expect(() => loadConfig({ RETENTION_DAYS: '10', QUEUE_DEAD_RETENTION_DAYS: '30' })).toThrow(/RETENTION_DAYS: must exceed/);
     expect(loadConfig({ RETENTION_DAYS: '8' }).RETENTION_DAYS).toBe(8);
     expect(() => loadConfig({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
+    expect(() => loadConfig({ RETENTION_DAYS: '10', APPOINTMENT_RECONCILE_AFTER_START_SECONDS: '864000' })).toThrow(
+      /RETENTION_DAYS: must exceed APPOINTMENT_RECONCILE_AFTER_START_SECONDS \(864000 s\)/,
+    );
   });
 });

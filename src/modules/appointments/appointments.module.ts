@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
-import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
+import { type PurgeCursor, type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { appointmentsJobHandlers } from './appointments.jobs.js';
 import { RECONCILE_JOB, createAppointmentsReconcile } from './appointments.reconcile.js';
 import { createAppointmentsRepository } from './appointments.repository.js';
@@ -57,7 +57,10 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
   });
   const retention = createRetentionJob(
     APPOINTMENTS_QUEUE,
-    [{ what: 'appointments', purge: (olderThanSeconds, limit) => repo.purgeFinished(olderThanSeconds, limit) }],
+    (['BOOKED', 'CANCELLED'] as const).map((status) => ({
+      what: `appointments ${status}`,
+      purge: (olderThanSeconds: number, limit: number, after: PurgeCursor | null) => repo.purgeFinished(status, olderThanSeconds, limit, after),
+    })),
     config,
     log,
   );

@@ -3,7 +3,7 @@
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
 import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { purgeInSnapshot } from '../../core/retention.js';
+import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
 
 export type AppointmentRow = {
   id: string;
@@ -71,6 +71,18 @@ const REMINDER = outboxInsertSql({
   payload: `jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
                                'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
 });
+
+/** An appointment may go when its slot lies behind the cutoff, nothing changed it since, and its reminders are settled. */
+const finished = (cutoff: string) => `t.starts_at < ${cutoff} AND t.updated_at < ${cutoff} AND ${outboxSettledSql('appointment_id', 't.id', cutoff)}`;
+/** Retention's statements: BOOKED appointments by start (their partial index), CANCELLED ones by remind time (before the start). */
+const PURGE_BOOKED: PurgeStatement = {
+  table: 'appointments',
+  key: 'starts_at',
+  range: `t.status = 'BOOKED'`,
+  terminal: finished,
+  alsoDelete: [outboxDeleteSql('appointment_id', 'c')],
+};
+const PURGE_CANCELLED: PurgeStatement = { ...PURGE_BOOKED, key: 'remind_at', range: `t.status = 'CANCELLED'` };
 
 export function createAppointmentsRepository(db: Db) {
   const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
@@ -267,33 +279,15 @@ export function createAppointmentsRepository(db: Db) {
     },
 
     /**
-     * Retention: deletes up to `limit` appointments of each status whose slot
-     * lies more than `olderThanSeconds` back by the database clock (BOOKED:
-     * started then, and unchanged since; CANCELLED: cancelled then, its remind
-     * time and start too), with their reminders, once none of those is left
-     * to deliver. One statement per status, each reading an index in order
-     * (BOOKED by start, CANCELLED by remind time); rows another transaction
-     * holds are skipped, never waited for. Returns how many appointments went.
+     * Retention: reads the next `limit` appointments of a status (BOOKED by
+     * start, through the partial index of BOOKED ones; CANCELLED by remind
+     * time) more than `olderThanSeconds` back (database clock) after `after`,
+     * and deletes those whose slot lies behind the cutoff and that nothing
+     * changed since, with their reminders, once none of those is left to
+     * deliver. Rows another transaction holds are skipped, never waited for.
      */
-    async purgeFinished(olderThanSeconds: number, limit: number): Promise<number> {
-      const cutoff = `now() - make_interval(secs => $1::double precision)`;
-      const purge = (which: string, order: string) =>
-        purgeInSnapshot(db, (tx) =>
-          tx.$executeRawUnsafe(
-            `WITH c AS (
-               SELECT a.id FROM appointments a
-                WHERE ${which} AND a.starts_at < ${cutoff} AND a.updated_at < ${cutoff}
-                  AND ${outboxSettledSql('appointment_id', 'a.id', cutoff)}
-                ORDER BY ${order} LIMIT $2
-                FOR UPDATE OF a SKIP LOCKED
-             ), n AS (${outboxDeleteSql('appointment_id', 'c')})
-             DELETE FROM appointments WHERE id IN (SELECT id FROM c)`,
-            olderThanSeconds,
-            limit,
-          ),
-        );
-      const booked = await purge(`a.status = 'BOOKED'`, 'a.starts_at');
-      return booked + (await purge(`a.status = 'CANCELLED' AND a.remind_at < ${cutoff}`, 'a.remind_at'));
+    purgeFinished(status: 'BOOKED' | 'CANCELLED', olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
+      return purgeBatch(db, status === 'BOOKED' ? PURGE_BOOKED : PURGE_CANCELLED, olderThanSeconds, limit, after);
     },
 
     listReminders(id: string) {

@@ -40,7 +40,7 @@ export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: O
   });
   const retention = createRetentionJob(
     ORDERS_QUEUE,
-    [{ what: 'orders', purge: (olderThanSeconds, limit) => repo.purgeSettled(olderThanSeconds, limit) }],
+    [{ what: 'orders', purge: (olderThanSeconds, limit, after) => repo.purgeSettled(olderThanSeconds, limit, after) }],
     config,
     log,
   );

@@ -3,9 +3,17 @@
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { purgeInSnapshot } from '../../core/retention.js';
+import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
+
+/** Retention's statement: settled orders, by creation (orders_created_at_idx), with their notifications (their items by cascade). */
+const PURGE_ORDERS: PurgeStatement = {
+  table: 'orders',
+  key: 'created_at',
+  terminal: (cutoff) => `t.status <> 'UNPAID' AND coalesce(t.paid_at, t.cancelled_at) < ${cutoff} AND ${outboxSettledSql('order_id', 't.id', cutoff)}`,
+  alsoDelete: [outboxDeleteSql('order_id', 'c')],
+};
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
 
 export type OrderItemRow = { sku: string; quantity: number; unitPriceCents: number };
@@ -249,28 +257,14 @@ export function createOrdersRepository(db: Db) {
     },
 
     /**
-     * Retention: deletes up to `limit` of the oldest orders settled (PAID or
-     * CANCELLED) more than `olderThanSeconds` ago by the database clock, with their
-     * items and notifications, once none of those is left to deliver. Rows
-     * another transaction holds are skipped, never waited for. Returns how
-     * many orders went.
+     * Retention: reads the next `limit` orders made more than
+     * `olderThanSeconds` ago (database clock) after `after`, by creation, and
+     * deletes those settled (PAID or CANCELLED) that long ago with their items
+     * and notifications, once none of those is left to deliver. Rows another
+     * transaction holds are skipped, never waited for.
      */
-    async purgeSettled(olderThanSeconds: number, limit: number): Promise<number> {
-      const cutoff = `now() - make_interval(secs => $1::double precision)`;
-      return purgeInSnapshot(db, (tx) =>
-        tx.$executeRawUnsafe(
-          `WITH c AS (
-             SELECT o.id FROM orders o
-              WHERE o.created_at < ${cutoff} AND o.status <> 'UNPAID' AND coalesce(o.paid_at, o.cancelled_at) < ${cutoff}
-                AND ${outboxSettledSql('order_id', 'o.id', cutoff)}
-              ORDER BY o.created_at LIMIT $2
-              FOR UPDATE OF o SKIP LOCKED
-           ), n AS (${outboxDeleteSql('order_id', 'c')})
-           DELETE FROM orders WHERE id IN (SELECT id FROM c)`,
-          olderThanSeconds,
-          limit,
-        ),
-      );
+    purgeSettled(olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
+      return purgeBatch(db, PURGE_ORDERS, olderThanSeconds, limit, after);
     },
 
     /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */

@@ -91,7 +91,7 @@ export function createParcelsModule(deps: {
   ];
   const retention = createRetentionJob(
     PARCELS_QUEUE,
-    [{ what: 'batches', purge: (olderThanSeconds, limit) => repo.purgeBatches(olderThanSeconds, limit) }],
+    [{ what: 'batches', purge: (olderThanSeconds, limit, after) => repo.purgeBatches(olderThanSeconds, limit, after) }],
     config,
     log,
   );

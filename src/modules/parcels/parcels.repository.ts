@@ -3,7 +3,15 @@
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { purgeInSnapshot } from '../../core/retention.js';
+import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
+
+/** Retention's statement: batches by creation, with their parcels and the sorters' notifications. */
+const PURGE_BATCHES: PurgeStatement = {
+  table: 'batches',
+  key: 'created_at',
+  terminal: (cutoff) => outboxSettledSql('batch_id', 't.id', cutoff),
+  alsoDelete: ['DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)', outboxDeleteSql('batch_id', 'c')],
+};
 
 export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
 export type ParcelRow = {
@@ -240,29 +248,14 @@ export function createParcelsRepository(db: Db) {
     },
 
     /**
-     * Retention: deletes up to `limit` of the oldest batches made more than
-     * `olderThanSeconds` ago by the database clock, with their parcels and the
-     * sorters' notifications, once none of those is left to deliver. WAITING
-     * parcels belong to no batch and are never touched; batches another
-     * transaction holds are skipped, never waited for. Returns how many
-     * batches went.
+     * Retention: reads the next `limit` batches made more than
+     * `olderThanSeconds` ago (database clock) after `after`, and deletes them
+     * with their parcels and the sorters' notifications, once none of those
+     * is left to deliver. WAITING parcels belong to no batch and are never
+     * touched; batches another transaction holds are skipped, never waited for.
      */
-    async purgeBatches(olderThanSeconds: number, limit: number): Promise<number> {
-      const cutoff = `now() - make_interval(secs => $1::double precision)`;
-      return purgeInSnapshot(db, (tx) =>
-        tx.$executeRawUnsafe(
-          `WITH c AS (
-             SELECT b.id FROM batches b
-              WHERE b.created_at < ${cutoff} AND ${outboxSettledSql('batch_id', 'b.id', cutoff)}
-              ORDER BY b.created_at LIMIT $2
-              FOR UPDATE OF b SKIP LOCKED
-           ), p AS (DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)),
-           n AS (${outboxDeleteSql('batch_id', 'c')})
-           DELETE FROM batches WHERE id IN (SELECT id FROM c)`,
-          olderThanSeconds,
-          limit,
-        ),
-      );
+    purgeBatches(olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
+      return purgeBatch(db, PURGE_BATCHES, olderThanSeconds, limit, after);
     },
 
     /** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */

@@ -21,6 +21,9 @@ export type IntakeOutcome =
   | { readonly ok: true; readonly parcel: ParcelRow; readonly created: boolean }
   | { readonly ok: false; readonly code: 'UNKNOWN_AREA' | 'TRACKING_NO_CONFLICT'; readonly message: string };
 
+/** Inserts of one parcel at most: another try only when retention deleted the parcel the last one met. */
+const INTAKE_TRIES = 3;
+
 export function createParcelsService(d: {
   repo: ParcelsRepository;
   batcher: Batcher;
@@ -165,8 +168,12 @@ export function createParcelsService(d: {
 
     /** Intake: 'created' for a new parcel, 'existing' for a repeat with the same area. */
     async intake(trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
-      let inserted = await inserts.submit({ trackingNo, areaCode });
-      if (!inserted) {
+      for (let attempt = 1; ; attempt++) {
+        const inserted = await inserts.submit({ trackingNo, areaCode });
+        if (inserted) {
+          const b = await group(inserted);
+          return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
+        }
         const existing = await repo.findParcel(trackingNo);
         if (existing) {
           if (existing.areaCode !== areaCode) {
@@ -177,12 +184,9 @@ export function createParcelsService(d: {
           return { parcel: (await repo.findParcel(trackingNo)) ?? existing, created: false };
         }
         // Neither inserted nor found: the area is unknown, or the parcel the
-        // insert met was deleted by retention in between (it goes in now).
-        inserted = await inserts.submit({ trackingNo, areaCode });
-        if (!inserted) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
+        // insert met was deleted by retention in between (then again).
+        if (attempt >= INTAKE_TRIES || !(await repo.findArea(areaCode))) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
       }
-      const b = await group(inserted);
-      return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
     },
 
     /**
