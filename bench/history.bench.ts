@@ -89,6 +89,12 @@ async function load(upcoming: number): Promise<void> {
     [upcoming],
   );
   await remindSent(`appointments a WHERE a.customer_id = 'ahead' ORDER BY a.starts_at OFFSET 50`);
+  // Marked as the statement writing a reminder marks its appointment.
+  await pgQuery(
+    dbUrl,
+    `UPDATE appointments a SET reminded = true
+      WHERE EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')})`,
+  );
   // A year of orders: two in three paid 5 minutes in, the rest cancelled at
   // their 30-minute deadline with their notice SENT; one item each.
   await pgQuery(

@@ -4,6 +4,7 @@
 import type { Db } from '../../core/db.js';
 import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
 import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
+import { MAX_LEAD_SECONDS } from './appointments.schemas.js';
 
 export type AppointmentRow = {
   id: string;
@@ -48,6 +49,15 @@ const WITHDRAW_REMINDERS = `UPDATE notifications n
     WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER'
       AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
       AND (a.status = 'CANCELLED' OR n.dedupe_key <> ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')})`;
+
+/**
+ * Not marked reminded (the predicate of the partial index
+ * appointments_unreminded_idx): the pass reads only these, then checks their
+ * reminder rows. writeReminder marks its appointment; a trigger unmarks it
+ * with any change of the booking (slot, status, updated_at), among them the
+ * one way a slot's live reminder is withdrawn while it stays BOOKED: a move.
+ */
+const UNMARKED = 'NOT a.reminded';
 
 export type NewAppointment = {
   id: string;
@@ -188,6 +198,9 @@ export function createAppointmentsRepository(db: Db) {
             WHERE id = $1::uuid AND status = 'BOOKED' AND floor(extract(epoch FROM starts_at) * 1000)::bigint = $2::bigint
               AND remind_at <= now()
             FOR UPDATE
+         ), marked AS (
+           -- Whatever the insert below finds, the slot has a live reminder after this statement.
+           UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
          )
          ${REMINDER}
          ON CONFLICT (dedupe_key) DO UPDATE
@@ -235,8 +248,10 @@ export function createAppointmentsRepository(db: Db) {
      * ago and whose start is ahead or less than `afterStartSeconds` behind
      * (overdue), or whose remind time comes within `horizonMs`; in remind
      * order after a keyset cursor. Each branch reads an index range that
-     * holds only what is ahead (the partial index of BOOKED appointments by
-     * start; the one by remind time), never the history behind.
+     * holds only what is ahead, and of the overdue only those not marked
+     * reminded for their slot (the partial index of them by start; the one by
+     * remind time), never the history behind nor the bookings reminded
+     * already; each candidate's reminder row decides.
      */
     async listUnreminded(
       w: { graceSeconds: number; afterStartSeconds: number; horizonMs: number },
@@ -256,8 +271,10 @@ export function createAppointmentsRepository(db: Db) {
         db.$executeRawUnsafe('SET LOCAL max_parallel_workers_per_gather = 0'),
         db.$queryRawUnsafe<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>(
           `(SELECT ${columns}, true AS overdue FROM appointments a
-           WHERE a.status = 'BOOKED' AND a.starts_at > now() - make_interval(secs => $6::int)
+           WHERE a.status = 'BOOKED' AND ${UNMARKED} AND a.starts_at > now() - make_interval(secs => $6::int)
              AND a.remind_at < now() - make_interval(secs => $1::int)
+             -- Implied by the start (a remind time is at most the longest lead before it): bounds the index range.
+             AND a.remind_at > now() - make_interval(secs => $6::int + ${MAX_LEAD_SECONDS})
              AND ${unreminded}
            ORDER BY a.remind_at, a.id LIMIT $5)
          UNION ALL

@@ -8,7 +8,9 @@ import { NOTIFICATION_STATUSES } from '../../core/outbox.js';
 const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 export const channelSchema = z.enum(['sms', 'email']);
-const lead = z.int().min(0).max(2_592_000);
+/** The longest reminder lead a booking may ask (30 days). */
+export const MAX_LEAD_SECONDS = 2_592_000;
+const lead = z.int().min(0).max(MAX_LEAD_SECONDS);
 
 export const bookAppointmentSchema = z.strictObject({
   customerId: plainText(1, 64),
