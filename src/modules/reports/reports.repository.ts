@@ -1,8 +1,9 @@
 // SQL of the daily report: one statement computes a local calendar day's
 // figures from the domains' tables and stores them under (day, time zone),
 // replacing an earlier run of the same day, so a repeated run is harmless.
-// It reads the rows made on that day or within the lookback before it, by
-// each table's index on creation time, never the whole history.
+// It reads the rows made on that day (orders and parcels: or within the
+// lookback before it) by each table's index on creation time, and the
+// notifications sent on it by the index of sends, never the whole history.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
 import { NOTIFICATION_STATUSES, type NotificationKind } from '../../core/outbox.js';
