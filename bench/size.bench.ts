@@ -113,7 +113,7 @@ async function main(): Promise<void> {
       benchmark: 'size',
       date,
       settings: cfg,
-      machine: machineInfo({ postgres: 'not used', redis: await redisVersion(admin) }),
+      machine: machineInfo({ postgres: 'PostgreSQL not used', redis: await redisVersion(admin) }),
       small,
       large,
       ratios: { enqueue: round(large.enqueuePerSec / small.enqueuePerSec, 2), claim: round(large.claimPerSec / small.claimPerSec, 2) },
