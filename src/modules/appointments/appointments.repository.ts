@@ -249,9 +249,10 @@ export function createAppointmentsRepository(db: Db) {
      * (overdue), or whose remind time comes within `horizonMs`; in remind
      * order after a keyset cursor. Each branch reads an index range that
      * holds only what is ahead, and of the overdue only those not marked
-     * reminded for their slot (the partial index of them by start; the one by
-     * remind time), never the history behind nor the bookings reminded
-     * already; each candidate's reminder row decides.
+     * reminded (the partial index of them by remind time, its range bounded
+     * below by the start window and the longest lead; the index of BOOKED
+     * appointments by remind time for the upcoming), never the history behind
+     * nor the bookings reminded already; each candidate's reminder row decides.
      */
     async listUnreminded(
       w: { graceSeconds: number; afterStartSeconds: number; horizonMs: number },
