@@ -4,7 +4,7 @@
 // local Redis. Prints one JSON document on stdout and inserts a section into
 // BENCHMARKS.md under "# End-to-end benchmark".
 //
-// Scenarios (issue 15's figures; the reminders' will join them):
+// Scenarios (issue 15's figures):
 // - expiry stream: orders created through POST /orders at BENCH_E2E_RATE a
 //   second for BENCH_E2E_SECONDS, each expiring a fixed payment window after
 //   its creation, the window longer than the creation, so the expiries fall
@@ -15,16 +15,25 @@
 //   window, as after an outage of the workers; then the service starts: the
 //   cancellations a second, from the first to the last on the database's
 //   clock (its workers and its reconciliation pass both work them off).
+// - reminder stream and reminder drain: the same two for reminders, booked
+//   through POST /appointments (each booking its own contact, a 60 s lead),
+//   written by the service at their remind times and delivered to a local
+//   receiver (a real HTTP server in this process answering 204). Lateness =
+//   the reminder's created_at (written) and sent_at (delivered) - remind_at;
+//   the drain counts both a second, first to last.
 //
 // Run: `npm run bench:e2e` (`npm run --silent bench:e2e > out.json` keeps
 // npm's banner out of the JSON). Knobs (environment):
 //   BENCH_E2E_RATE=2000        orders a second asked of the stream
 //   BENCH_E2E_SECONDS=60       length of the stream
-//   BENCH_E2E_OVERDUE=100000   orders of the drain
+//   BENCH_E2E_OVERDUE=100000   orders of the drain, and appointments of the reminder drain
+//   BENCH_E2E_SCENARIOS=stream,drain,reminders,reminderDrain  which scenarios run
 //   BENCH_E2E_CONNECTIONS=50   connections of the load generator
 //   BENCH_WRITE=0              do not touch BENCHMARKS.md
 //   BENCH_PG_URL, REDIS_URL, BENCH_DB_POOL, BENCH_SERVICE_LOG_LEVEL as in bench:http
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   autocannon,
   DEFAULT_PG_ADMIN_URL,
@@ -58,7 +67,7 @@ const cfg = {
   connections: Math.floor(num('BENCH_E2E_CONNECTIONS', 50)),
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
   /** Which scenarios run (a profile of one needs the other left out). */
-  scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain').split(',').map((x) => x.trim()),
+  scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain,reminders,reminderDrain').split(',').map((x) => x.trim()),
   write: process.env.BENCH_WRITE !== '0',
   pgAdminUrl: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL,
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
@@ -168,7 +177,169 @@ async function drain(run: ReturnType<typeof openBenchRun>, env: Record<string, s
   return { orders: cfg.overdue, created, cancelled, seconds: round(seconds, 2), perSec: seconds > 0 ? round(cancelled / seconds, 0) : 0 };
 }
 
-function markdown(date: string, machine: Machine, s: Stream, d: Drain): string {
+// ---------------------------------------------------------------- reminders
+const REMIND_STREAM = 'cust-remind-stream';
+const REMIND_DRAIN = 'cust-remind-drain';
+const LEAD_S = 60;
+
+type ReminderStream = { asked: number; booked: number; bookedPerSec: number; non2xx: number; written: Lateness | null; delivered: Lateness | null };
+type ReminderDrain = { appointments: number; booked: number; written: number; writtenPerSec: number; delivered: number; deliveredPerSec: number };
+
+/** A receiver of the reminders: answers every call 204 at once. */
+async function startReceiver(): Promise<{ url: string; calls: () => number; close: () => Promise<void> }> {
+  let calls = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      calls++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/reminders`, calls: () => calls, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** Books appointments through the API, each its own contact, starting `startsInMs` after it is sent, with a 60 s lead. */
+async function book(service: Service, customerId: string, startsInMs: number, o: { rate?: number; seconds?: number; amount?: number }) {
+  let n = 0;
+  return autocannon({
+    url: service.baseUrl,
+    connections: cfg.connections,
+    ...(o.rate ? { overallRate: o.rate } : {}),
+    ...(o.seconds ? { duration: o.seconds } : {}),
+    ...(o.amount ? { amount: o.amount } : {}),
+    requests: [
+      {
+        method: 'POST',
+        path: '/appointments',
+        headers: service.headers,
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({
+            customerId,
+            contact: `r${n++}@example.com`,
+            channel: 'email',
+            startsAt: new Date(Date.now() + startsInMs).toISOString(),
+            remindBeforeSeconds: LEAD_S,
+          }),
+        }),
+      },
+    ],
+  });
+}
+
+const reminders = async (customerId: string, what: 'written' | 'sent') =>
+  (
+    await pgQuery<{ n: number }>(
+      dbUrl,
+      `SELECT count(*)::int AS n FROM notifications n JOIN appointments a ON a.id = n.appointment_id
+        WHERE a.customer_id = $1 ${what === 'sent' ? `AND n.status = 'SENT'` : ''}`,
+      [customerId],
+    )
+  )[0]?.n ?? 0;
+const appointments = async (customerId: string) =>
+  (await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM appointments WHERE customer_id = $1', [customerId]))[0]?.n ?? 0;
+
+/** Lateness of the reminders of `customerId`, written (created_at) or delivered (sent_at), after their remind times. */
+async function reminderLateness(customerId: string, column: 'created_at' | 'sent_at'): Promise<Lateness | null> {
+  const [l] = await pgQuery<Lateness>(
+    dbUrl,
+    `SELECT count(*)::int AS count,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
+            max(ms) AS max, round(avg(ms)::numeric, 2)::float8 AS mean
+       FROM (SELECT extract(epoch FROM n.${column} - a.remind_at)::float8 * 1000 AS ms
+               FROM notifications n JOIN appointments a ON a.id = n.appointment_id
+              WHERE a.customer_id = $1 AND n.${column} IS NOT NULL) t`,
+    [customerId],
+  );
+  return l && l.count > 0 ? { count: l.count, p50: round(l.p50, 1), p99: round(l.p99, 1), max: round(l.max, 1), mean: l.mean } : null;
+}
+
+async function reminderStream(run: ReturnType<typeof openBenchRun>, env: Record<string, string>): Promise<ReminderStream> {
+  const receiver = await startReceiver();
+  // Remind times start once booking is over: the stream plus 10 s after each booking.
+  const remindInS = Math.ceil(cfg.seconds) + 10;
+  const service = await run.startService({ ...env, NOTIFY_REMINDERS_WEBHOOK_URL: receiver.url });
+  try {
+    log(`reminders: POST /appointments at ${cfg.rate}/s for ${cfg.seconds} s, each reminded ${remindInS} s later`);
+    const r = await book(service, REMIND_STREAM, (remindInS + LEAD_S) * 1_000, { rate: cfg.rate, seconds: cfg.seconds });
+    const booked = await appointments(REMIND_STREAM);
+    log(`  booked ${booked} (${round(booked / cfg.seconds, 1)}/s), ${r.non2xx} non-2xx; waiting for their reminders`);
+    await within(
+      async () => (await reminders(REMIND_STREAM, 'sent')) >= (await appointments(REMIND_STREAM)),
+      (remindInS + 180) * 1_000,
+      'the reminders to go out',
+    );
+    return {
+      asked: Math.round(cfg.rate * cfg.seconds),
+      // Counted again: requests still in flight when the load generator stopped booked theirs later.
+      booked: await appointments(REMIND_STREAM),
+      bookedPerSec: round(booked / cfg.seconds, 1),
+      non2xx: r.non2xx,
+      written: await reminderLateness(REMIND_STREAM, 'created_at'),
+      delivered: await reminderLateness(REMIND_STREAM, 'sent_at'),
+    };
+  } finally {
+    await run.stopService();
+    await receiver.close();
+  }
+}
+
+async function reminderDrain(run: ReturnType<typeof openBenchRun>, env: Record<string, string>): Promise<ReminderDrain> {
+  // The API alone: appointments and their reminder jobs are written, nobody works them off.
+  const api = await run.startService(env, [], 'api');
+  try {
+    log(`reminder drain: ${cfg.overdue} appointments reminded a second after booking, through an API-only process`);
+    const r = await book(api, REMIND_DRAIN, (LEAD_S + 1) * 1_000, { amount: cfg.overdue });
+    if (r.non2xx) log(`  ${r.non2xx} non-2xx`);
+  } finally {
+    await run.stopService();
+  }
+  const booked = await appointments(REMIND_DRAIN);
+  await sleep(1_500); // every remind time passed
+  const receiver = await startReceiver();
+  await run.startService({ ...env, NOTIFY_REMINDERS_WEBHOOK_URL: receiver.url });
+  const done = await within(async () => (await reminders(REMIND_DRAIN, 'sent')) >= booked, 600_000, 'the reminder drain');
+  await run.stopService();
+  await receiver.close();
+  if (!done) log('  not drained within 10 minutes');
+  const [t] = await pgQuery<{ w: number; ws: number | null; d: number; ds: number | null }>(
+    dbUrl,
+    `SELECT count(*)::int AS w, extract(epoch FROM max(n.created_at) - min(n.created_at))::float8 AS ws,
+            count(n.sent_at)::int AS d, extract(epoch FROM max(n.sent_at) - min(n.sent_at))::float8 AS ds
+       FROM notifications n JOIN appointments a ON a.id = n.appointment_id WHERE a.customer_id = $1`,
+    [REMIND_DRAIN],
+  );
+  const rate = (n: number, s: number | null | undefined) => (s && s > 0 ? round(n / s, 0) : 0);
+  return {
+    appointments: cfg.overdue,
+    booked,
+    written: t?.w ?? 0,
+    writtenPerSec: rate(t?.w ?? 0, t?.ws),
+    delivered: t?.d ?? 0,
+    deliveredPerSec: rate(t?.d ?? 0, t?.ds),
+  };
+}
+
+function reminderRows(rs: ReminderStream | null, rd: ReminderDrain | null): string[] {
+  const l = (x: Lateness | null) => (x ? `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} / max ${fmt(x.max)} ms` : '—');
+  return [
+    ...(rs
+      ? [
+          `| Reminder stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | booked ${fmt(rs.booked)} (${fmt(rs.bookedPerSec)}/s); written ${l(rs.written)}; delivered ${l(rs.delivered)} | as the expiry stream | ${rs.written && rs.bookedPerSec >= 2_000 ? (rs.written.p99 <= TARGET.streamP99Ms && rs.written.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
+        ]
+      : []),
+    ...(rd
+      ? [
+          `| Reminder drain, ${fmt(rd.booked)} appointments | ${fmt(rd.writtenPerSec)} written/s, ${fmt(rd.deliveredPerSec)} delivered/s (${fmt(rd.written)} written, ${fmt(rd.delivered)} delivered, first to last) | ≥ ${fmt(TARGET.drainPerSec)}/s | ${rd.booked >= 100_000 ? (rd.deliveredPerSec >= TARGET.drainPerSec ? 'yes' : 'no') : 'not judged'} |`,
+        ]
+      : []),
+  ];
+}
+
+function markdown(date: string, machine: Machine, s: Stream, d: Drain, rs: ReminderStream | null, rd: ReminderDrain | null): string {
   const l = s.latenessMs;
   return [
     `## ${date}`,
@@ -180,6 +351,7 @@ function markdown(date: string, machine: Machine, s: Stream, d: Drain): string {
     '|---|---|---|---|',
     `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
     `| Overdue drain, ${fmt(d.created)} orders | ${fmt(d.perSec)} cancellations/s (${fmt(d.cancelled)} in ${fmt(d.seconds)} s, first to last) | ≥ ${fmt(TARGET.drainPerSec)}/s | ${d.created >= 100_000 ? (d.perSec >= TARGET.drainPerSec ? 'yes' : 'no') : 'not judged'} |`,
+    ...reminderRows(rs, rd),
     '',
   ].join('\n');
 }
@@ -197,9 +369,13 @@ async function main(): Promise<void> {
     if (s) log(`  stream: ${JSON.stringify(s.latenessMs)}`);
     const d = cfg.scenarios.includes('drain') ? await drain(run, env) : null;
     if (d) log(`  drain: ${JSON.stringify(d)}`);
+    const rs = cfg.scenarios.includes('reminders') ? await reminderStream(run, env) : null;
+    if (rs) log(`  reminders: ${JSON.stringify(rs)}`);
+    const rd = cfg.scenarios.includes('reminderDrain') ? await reminderDrain(run, env) : null;
+    if (rd) log(`  reminder drain: ${JSON.stringify(rd)}`);
     const machine = machineInfo(versions);
     process.stdout.write(
-      `${JSON.stringify({ benchmark: 'e2e-orders', date, runTag, settings: cfg, machine, target: TARGET, stream: s, drain: d }, null, 2)}\n`,
+      `${JSON.stringify({ benchmark: 'e2e', date, runTag, settings: cfg, machine, target: TARGET, stream: s, drain: d, reminders: rs, reminderDrain: rd }, null, 2)}\n`,
     );
     // A partial run (a profile) is not a row of the record.
     if (cfg.write && s && d) {
@@ -207,7 +383,7 @@ async function main(): Promise<void> {
         'How to run: `npm run bench:e2e` (PostgreSQL at `BENCH_PG_URL`, Redis at `REDIS_URL`); knobs at the top of',
         '`bench/e2e.bench.ts`. Lateness is `cancelled_at - expires_at` on the database clock. The JSON on stdout holds every figure.',
       ];
-      log(`wrote ${writeMarkedSection(markdown(date, machine, s, d), { heading: HEADING, intro, marker: MARKER })}`);
+      log(`wrote ${writeMarkedSection(markdown(date, machine, s, d, rs, rd), { heading: HEADING, intro, marker: MARKER })}`);
     }
   } finally {
     await run.cleanup();
