@@ -185,9 +185,9 @@ async function main(): Promise<void> {
       };
     };
     const retention = [
-      await purge('orders', (after) => orders.purgeSettled(cutoff, 1_000, after)),
+      await purge('orders', (after) => orders.retention[0].purge(cutoff, 1_000, after)),
       await purge('booked appointments (their reminders written at load time, inside the cutoff: none may go)', (after) =>
-        repo.purgeFinished('BOOKED', cutoff, 1_000, after),
+        repo.retention[0].purge(cutoff, 1_000, after),
       ),
     ];
     const result = {

@@ -21,8 +21,8 @@ export type RetentionConfig = Pick<Config, 'RETENTION_DAYS' | 'RETENTION_INTERVA
 export type PurgeCursor = { readonly at: Date; readonly id: string };
 /** A batch of a purge: how many rows of its range it read, how many of them it deleted, where it stopped. */
 export type PurgeBatch = { readonly examined: number; readonly deleted: number; readonly next: PurgeCursor | null };
-/** One kind of history: reads the next `limit` rows older than `olderThanSeconds` after `after` and deletes the terminal ones. */
-export type Purge = { readonly what: string; purge(olderThanSeconds: number, limit: number, after: PurgeCursor | null): Promise<PurgeBatch> };
+/** One kind of history: reads the next `limit` rows older than `olderThanSeconds` after `after` (from the start without) and deletes the terminal ones. */
+export type Purge = { readonly what: string; purge(olderThanSeconds: number, limit: number, after?: PurgeCursor | null): Promise<PurgeBatch> };
 
 /** The statement of a purge batch, over `table` (aliased `t`, keyed by a uuid `id`). */
 export type PurgeStatement = {
@@ -58,8 +58,14 @@ function purgeBatchSql(s: PurgeStatement): string {
 /** Before every row: a run's first batch reads from the start of the range. */
 const START: PurgeCursor = { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
 
+/** The history `statement` deletes, named `what`: what a repository hands its module's retention job. */
+export const purgeOf = (db: Db, what: string, statement: PurgeStatement): Purge => ({
+  what,
+  purge: (olderThanSeconds, limit, after) => purgeBatch(db, statement, olderThanSeconds, limit, after ?? null),
+});
+
 /** Runs one batch of `statement` after `after` in a snapshot of its own (purgeInSnapshot). */
-export async function purgeBatch(db: Db, statement: PurgeStatement, olderThanSeconds: number, limit: number, after: PurgeCursor | null): Promise<PurgeBatch> {
+async function purgeBatch(db: Db, statement: PurgeStatement, olderThanSeconds: number, limit: number, after: PurgeCursor | null): Promise<PurgeBatch> {
   const from = after ?? START;
   const sql = purgeBatchSql(statement);
   type Row = { examined: number; deleted: number; last_at: Date | null; last_id: string | null };

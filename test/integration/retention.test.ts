@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PurgeCursor, runRetention } from '../../src/core/retention.js';
+import { runRetention } from '../../src/core/retention.js';
 import { createAppointmentsRepository } from '../../src/modules/appointments/appointments.repository.js';
 import { createOrdersRepository } from '../../src/modules/orders/orders.repository.js';
 import { createParcelsRepository } from '../../src/modules/parcels/parcels.repository.js';
@@ -135,9 +135,7 @@ describe('retention', () => {
     ];
     const repo = createOrdersRepository(tdb.db);
     // Batches of 2: the pass goes on until one comes back short.
-    expect(
-      await runRetention({ olderThanSeconds: CUTOFF, batchSize: 2, purges: [{ what: 'orders', purge: (d, n, a) => repo.purgeSettled(d, n, a) }] }, 60_000),
-    ).toEqual({
+    expect(await runRetention({ olderThanSeconds: CUTOFF, batchSize: 2, purges: repo.retention }, 60_000)).toEqual({
       orders: 4,
     });
     for (const id of gone) {
@@ -151,7 +149,7 @@ describe('retention', () => {
     }
     expect(await count('notifications', 'order_id IS NOT NULL')).toBe(5);
     // Nothing more to do: a second pass deletes nothing.
-    expect((await repo.purgeSettled(CUTOFF, 100)).deleted).toBe(0);
+    expect((await repo.retention[0].purge(CUTOFF, 100)).deleted).toBe(0);
   });
 
   it('deletes appointments whose slot lies behind the cutoff with their reminders, never one ahead or still reminding', async () => {
@@ -180,16 +178,13 @@ describe('retention', () => {
         {
           olderThanSeconds: CUTOFF,
           batchSize: 1,
-          purges: (['BOOKED', 'CANCELLED'] as const).map((st) => ({
-            what: st,
-            purge: (d: number, n: number, a: PurgeCursor | null) => repo.purgeFinished(st, d, n, a),
-          })),
+          purges: repo.retention,
         },
         60_000,
       ),
     ).toEqual({
-      BOOKED: 2,
-      CANCELLED: 1,
+      'appointments BOOKED': 2,
+      'appointments CANCELLED': 1,
     });
     for (const id of gone) {
       expect(await exists('appointments', id)).toBe(false);
@@ -206,9 +201,7 @@ describe('retention', () => {
     // A parcel waiting since long ago (its area's flush lost, say): live.
     await sql(`INSERT INTO parcels (tracking_no, area_code, status, created_at) VALUES ('rt-waiting', 'RT', 'WAITING', ${ago(40)})`);
     const repo = createParcelsRepository(tdb.db);
-    expect(
-      await runRetention({ olderThanSeconds: CUTOFF, batchSize: 1_000, purges: [{ what: 'batches', purge: (d, n, a) => repo.purgeBatches(d, n, a) }] }, 60_000),
-    ).toEqual({
+    expect(await runRetention({ olderThanSeconds: CUTOFF, batchSize: 1_000, purges: repo.retention }, 60_000)).toEqual({
       batches: 2,
     });
     for (const id of gone) {
@@ -234,9 +227,9 @@ describe('retention', () => {
     ];
     const free = await order({ status: 'PAID', createdDaysAgo: 398 });
     const repo = createOrdersRepository(tdb.db);
-    const first = await repo.purgeSettled(CUTOFF, 2, null);
+    const first = await repo.retention[0].purge(CUTOFF, 2, null);
     expect(first).toMatchObject({ examined: 2, deleted: 0 });
-    const second = await repo.purgeSettled(CUTOFF, 2, first.next);
+    const second = await repo.retention[0].purge(CUTOFF, 2, first.next);
     expect(second.deleted).toBe(1);
     expect(await exists('orders', free)).toBe(false);
     for (const id of stuck) expect(await exists('orders', id)).toBe(true);
@@ -252,14 +245,14 @@ describe('retention', () => {
       await c.query('BEGIN');
       await c.query('SELECT 1 FROM orders WHERE id = $1 FOR UPDATE', [held]);
       // A hot-path statement holding the row (a pay, say) would make a waiting purge hang here.
-      expect((await repo.purgeSettled(CUTOFF, 100)).deleted).toBe(1);
+      expect((await repo.retention[0].purge(CUTOFF, 100)).deleted).toBe(1);
       expect(await exists('orders', free)).toBe(false);
       expect(await exists('orders', held)).toBe(true);
       await c.query('COMMIT');
     } finally {
       await c.end();
     }
-    expect((await repo.purgeSettled(CUTOFF, 100)).deleted).toBe(1);
+    expect((await repo.retention[0].purge(CUTOFF, 100)).deleted).toBe(1);
     expect(await exists('orders', held)).toBe(false);
   });
 
@@ -273,7 +266,7 @@ describe('retention', () => {
     try {
       await c.query('BEGIN');
       await c.query('UPDATE notifications SET redrive_requested = true WHERE order_id = $1', [id]);
-      const pass = repo.purgeSettled(CUTOFF, 100);
+      const pass = repo.retention[0].purge(CUTOFF, 100);
       const waiting = async () =>
         Number(
           (await adminQuery<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = '${tdb.name}' AND wait_event_type = 'Lock'`))[0]!.n,

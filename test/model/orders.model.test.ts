@@ -261,11 +261,9 @@ class Retention extends Step<Model> {
     );
     // A failed pass (the database cut off by a fault) may still have committed: what is gone says.
     const repo = createOrdersRepository(db);
-    await runRetention({ olderThanSeconds: 0, batchSize: 1_000, purges: [{ what: 'orders', purge: (s, n, a) => repo.purgeSettled(s, n, a) }] }, 60_000).catch(
-      (err: unknown) => {
-        if (!isDatabaseUnavailable(err) && !isSerializationFailure(err)) throw err;
-      },
-    );
+    await runRetention({ olderThanSeconds: 0, batchSize: 1_000, purges: repo.retention }, 60_000).catch((err: unknown) => {
+      if (!isDatabaseUnavailable(err) && !isSerializationFailure(err)) throw err;
+    });
     const left = new Set((await read(() => db.order.findMany({ where: { id: { in: ids } }, select: { id: true } }))).map((x) => x.id));
     for (const o of live) {
       if (left.has(o.id)) continue;

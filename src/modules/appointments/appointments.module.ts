@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
-import { type PurgeCursor, type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
+import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { appointmentsJobHandlers } from './appointments.jobs.js';
 import { RECONCILE_JOB, createAppointmentsReconcile } from './appointments.reconcile.js';
 import { createAppointmentsRepository } from './appointments.repository.js';
@@ -55,15 +55,7 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     afterStartSeconds: config.APPOINTMENT_RECONCILE_AFTER_START_SECONDS,
     everyMs: config.APPOINTMENT_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
-  const retention = createRetentionJob(
-    APPOINTMENTS_QUEUE,
-    (['BOOKED', 'CANCELLED'] as const).map((status) => ({
-      what: `appointments ${status}`,
-      purge: (olderThanSeconds: number, limit: number, after: PurgeCursor | null) => repo.purgeFinished(status, olderThanSeconds, limit, after),
-    })),
-    config,
-    log,
-  );
+  const retention = createRetentionJob(APPOINTMENTS_QUEUE, repo.retention, config, log);
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'appointments',
     ...httpOf(appointmentsRoutes(service)),

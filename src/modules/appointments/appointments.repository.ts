@@ -3,7 +3,7 @@
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
 import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
+import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 import { MAX_LEAD_SECONDS } from './appointments.schemas.js';
 
 export type AppointmentRow = {
@@ -297,16 +297,14 @@ export function createAppointmentsRepository(db: Db) {
     },
 
     /**
-     * Retention: reads the next `limit` appointments of a status (BOOKED by
-     * start, through the partial index of BOOKED ones; CANCELLED by remind
-     * time) more than `olderThanSeconds` back (database clock) after `after`,
-     * and deletes those whose slot lies behind the cutoff and that nothing
-     * changed since, with their reminders, once none of those is left to
-     * deliver. Rows another transaction holds are skipped, never waited for.
+     * Retention, one kind per status: each batch reads the next appointments
+     * (BOOKED by start, through the partial index of BOOKED ones; CANCELLED by
+     * remind time) before the cutoff (database clock), and deletes those
+     * whose slot lies behind it and that nothing changed since, with their
+     * reminders, once none of those is left to deliver. Rows another
+     * transaction holds are skipped, never waited for.
      */
-    purgeFinished(status: 'BOOKED' | 'CANCELLED', olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
-      return purgeBatch(db, status === 'BOOKED' ? PURGE_BOOKED : PURGE_CANCELLED, olderThanSeconds, limit, after);
-    },
+    retention: [purgeOf(db, 'appointments BOOKED', PURGE_BOOKED), purgeOf(db, 'appointments CANCELLED', PURGE_CANCELLED)] as const,
 
     listReminders(id: string) {
       return db.notification.findMany({

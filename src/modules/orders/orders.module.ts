@@ -38,12 +38,7 @@ export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: O
     graceSeconds: config.ORDER_RECONCILE_GRACE_SECONDS,
     everyMs: config.ORDER_RECONCILE_INTERVAL_SECONDS * 1_000,
   });
-  const retention = createRetentionJob(
-    ORDERS_QUEUE,
-    [{ what: 'orders', purge: (olderThanSeconds, limit, after) => repo.purgeSettled(olderThanSeconds, limit, after) }],
-    config,
-    log,
-  );
+  const retention = createRetentionJob(ORDERS_QUEUE, repo.retention, config, log);
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'orders',
     ...httpOf(ordersRoutes(service)),

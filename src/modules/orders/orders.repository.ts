@@ -3,7 +3,7 @@
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
+import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 
@@ -257,15 +257,13 @@ export function createOrdersRepository(db: Db) {
     },
 
     /**
-     * Retention: reads the next `limit` orders made more than
-     * `olderThanSeconds` ago (database clock) after `after`, by creation, and
-     * deletes those settled (PAID or CANCELLED) that long ago with their items
-     * and notifications, once none of those is left to deliver. Rows another
-     * transaction holds are skipped, never waited for.
+     * Retention: each batch reads the next orders made before the cutoff
+     * (database clock), by creation, and deletes those settled (PAID or
+     * CANCELLED) that long ago with their items and notifications, once none
+     * of those is left to deliver. Rows another transaction holds are
+     * skipped, never waited for.
      */
-    purgeSettled(olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
-      return purgeBatch(db, PURGE_ORDERS, olderThanSeconds, limit, after);
-    },
+    retention: [purgeOf(db, 'orders', PURGE_ORDERS)] as const,
 
     /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */
     async listUnpaid(until: Date, after: { expiresAt: Date; id: string } | null, limit: number) {

@@ -89,12 +89,7 @@ export function createParcelsModule(deps: {
       },
     },
   ];
-  const retention = createRetentionJob(
-    PARCELS_QUEUE,
-    [{ what: 'batches', purge: (olderThanSeconds, limit, after) => repo.purgeBatches(olderThanSeconds, limit, after) }],
-    config,
-    log,
-  );
+  const retention = createRetentionJob(PARCELS_QUEUE, repo.retention, config, log);
   const module: ServiceModule & { service: typeof service; batcher: typeof batcher; reconcile: typeof reconcile } = {
     name: 'parcels',
     ...httpOf(parcelsRoutes(service)),

@@ -3,7 +3,7 @@
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
 import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
-import { type PurgeBatch, type PurgeCursor, type PurgeStatement, purgeBatch } from '../../core/retention.js';
+import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 
 /** Retention's statement: batches by creation, with their parcels and the sorters' notifications. */
 const PURGE_BATCHES: PurgeStatement = {
@@ -248,15 +248,13 @@ export function createParcelsRepository(db: Db) {
     },
 
     /**
-     * Retention: reads the next `limit` batches made more than
-     * `olderThanSeconds` ago (database clock) after `after`, and deletes them
-     * with their parcels and the sorters' notifications, once none of those
-     * is left to deliver. WAITING parcels belong to no batch and are never
-     * touched; batches another transaction holds are skipped, never waited for.
+     * Retention: each batch reads the next batches made before the cutoff
+     * (database clock) and deletes them with their parcels and the sorters'
+     * notifications, once none of those is left to deliver. WAITING parcels
+     * belong to no batch and are never touched; batches another transaction
+     * holds are skipped, never waited for.
      */
-    purgeBatches(olderThanSeconds: number, limit: number, after: PurgeCursor | null = null): Promise<PurgeBatch> {
-      return purgeBatch(db, PURGE_BATCHES, olderThanSeconds, limit, after);
-    },
+    retention: [purgeOf(db, 'batches', PURGE_BATCHES)] as const,
 
     /** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */
     async listRecentWaiting(youngerThanMs: number, olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string; arrivedAt: number }[]> {
