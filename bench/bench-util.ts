@@ -32,6 +32,19 @@ export function percentiles(samples: number[]): Percentiles | null {
   };
 }
 
+/** `runs` timings (ms) of `f`, after one untimed call: p50 and max (nearest rank, as percentiles()). */
+export async function timed(runs: number, f: () => Promise<unknown>): Promise<{ p50Ms: number; maxMs: number }> {
+  await f();
+  const ms: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const s = performance.now();
+    await f();
+    ms.push(performance.now() - s);
+  }
+  const p = percentiles(ms);
+  return { p50Ms: p?.p50 ?? 0, maxMs: p?.max ?? 0 };
+}
+
 export async function infoField(redis: Redis, section: string, field: string): Promise<string | null> {
   const text = await redis.info(section);
   const m = new RegExp(`^${field}:(.*)$`, 'm').exec(text);

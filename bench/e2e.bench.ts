@@ -87,6 +87,20 @@ type Lateness = { count: number; p50: number; p99: number; max: number; mean: nu
 type Stream = { asked: number; created: number; createdPerSec: number; non2xx: number; windowS: number; cancelled: number; latenessMs: Lateness | null };
 type Drain = { orders: number; created: number; cancelled: number; seconds: number; perSec: number };
 
+/** Percentiles (the database's) of the lateness in ms each row of `msQuery` (a SELECT of an `ms` column) gives; null for none. */
+async function lateness(msQuery: string, params: unknown[]): Promise<Lateness | null> {
+  const [l] = await pgQuery<Lateness>(
+    dbUrl,
+    `SELECT count(*)::int AS count,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
+            max(ms) AS max, round(avg(ms)::numeric, 2)::float8 AS mean
+       FROM (${msQuery}) t`,
+    params,
+  );
+  return l && l.count > 0 ? { count: l.count, p50: round(l.p50, 1), p99: round(l.p99, 1), max: round(l.max, 1), mean: l.mean } : null;
+}
+
 const count = async (where: string, params: unknown[] = []) =>
   (await pgQuery<{ n: number }>(dbUrl, `SELECT count(*)::int AS n FROM orders WHERE ${where}`, params))[0]?.n ?? 0;
 
@@ -121,24 +135,17 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
     const created = await count('customer_id = $1', [STREAM]);
     log(`  created ${created} (${round(created / cfg.seconds, 1)}/s), ${r.non2xx} non-2xx; waiting for their expiries`);
     await within(async () => (await count(`customer_id = $1 AND status = 'UNPAID'`, [STREAM])) === 0, (windowS + 120) * 1_000, 'the stream to expire');
-    const rows = await pgQuery<Lateness>(
-      dbUrl,
-      `SELECT count(*)::int AS count,
-              percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
-              percentile_disc(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
-              max(ms) AS max, round(avg(ms)::numeric, 2)::float8 AS mean
-         FROM (SELECT extract(epoch FROM cancelled_at - expires_at)::float8 * 1000 AS ms FROM orders WHERE customer_id = $1 AND status = 'CANCELLED') t`,
+    const latenessMs = await lateness(
+      `SELECT extract(epoch FROM cancelled_at - expires_at)::float8 * 1000 AS ms FROM orders WHERE customer_id = $1 AND status = 'CANCELLED'`,
       [STREAM],
     );
-    const l = rows[0];
-    const latenessMs = l && l.count > 0 ? { count: l.count, p50: round(l.p50, 1), p99: round(l.p99, 1), max: round(l.max, 1), mean: l.mean } : null;
     return {
       asked: Math.round(cfg.rate * cfg.seconds),
       created,
       createdPerSec: round(created / cfg.seconds, 1),
       non2xx: r.non2xx,
       windowS,
-      cancelled: l?.count ?? 0,
+      cancelled: latenessMs?.count ?? 0,
       latenessMs,
     };
   } finally {
@@ -242,20 +249,13 @@ const appointments = async (customerId: string) =>
   (await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM appointments WHERE customer_id = $1', [customerId]))[0]?.n ?? 0;
 
 /** Lateness of the reminders of `customerId`, written (created_at) or delivered (sent_at), after their remind times. */
-async function reminderLateness(customerId: string, column: 'created_at' | 'sent_at'): Promise<Lateness | null> {
-  const [l] = await pgQuery<Lateness>(
-    dbUrl,
-    `SELECT count(*)::int AS count,
-            percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
-            percentile_disc(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
-            max(ms) AS max, round(avg(ms)::numeric, 2)::float8 AS mean
-       FROM (SELECT extract(epoch FROM n.${column} - a.remind_at)::float8 * 1000 AS ms
-               FROM notifications n JOIN appointments a ON a.id = n.appointment_id
-              WHERE a.customer_id = $1 AND n.${column} IS NOT NULL) t`,
+const reminderLateness = (customerId: string, column: 'created_at' | 'sent_at') =>
+  lateness(
+    `SELECT extract(epoch FROM n.${column} - a.remind_at)::float8 * 1000 AS ms
+       FROM notifications n JOIN appointments a ON a.id = n.appointment_id
+      WHERE a.customer_id = $1 AND n.${column} IS NOT NULL`,
     [customerId],
   );
-  return l && l.count > 0 ? { count: l.count, p50: round(l.p50, 1), p99: round(l.p99, 1), max: round(l.max, 1), mean: l.mean } : null;
-}
 
 async function reminderStream(run: ReturnType<typeof openBenchRun>, env: Record<string, string>): Promise<ReminderStream> {
   const receiver = await startReceiver();

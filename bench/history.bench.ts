@@ -37,6 +37,7 @@ import {
   withDatabase,
   writeMarkedSection,
 } from './http-harness.js';
+import { percentiles, timed } from './bench-util.js';
 import { pgQuery } from './pg-util.js';
 
 const cfg = {
@@ -117,19 +118,6 @@ async function load(upcoming: number): Promise<void> {
   for (const t of ['appointments', 'notifications', 'orders', 'order_items']) await pgQuery(dbUrl, `VACUUM ANALYZE ${t}`);
 }
 
-/** `runs` timings of `f` (ms), after one untimed call: p50 and max. */
-async function timed(runs: number, f: () => Promise<unknown>): Promise<{ p50Ms: number; maxMs: number }> {
-  await f();
-  const ms: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const s = performance.now();
-    await f();
-    ms.push(performance.now() - s);
-  }
-  ms.sort((a, b) => a - b);
-  return { p50Ms: round(ms[Math.floor(ms.length / 2)] ?? 0), maxMs: round(ms.at(-1) ?? 0) };
-}
-
 async function main(): Promise<void> {
   const date = new Date().toISOString();
   await pgQuery(cfg.pgAdminUrl, `CREATE DATABASE "${dbName}"`);
@@ -173,14 +161,14 @@ async function main(): Promise<void> {
         if (!after) break;
       }
       const total = ms.reduce((a, b) => a + b, 0);
-      ms.sort((a, b) => a - b);
+      const p = percentiles(ms);
       return {
         what,
         batches: ms.length,
         examined,
         deleted,
-        p50Ms: round(ms[Math.floor(ms.length / 2)] ?? 0),
-        maxMs: round(ms.at(-1) ?? 0),
+        p50Ms: p?.p50 ?? 0,
+        maxMs: p?.max ?? 0,
         rowsPerSecond: Math.round((deleted / total) * 1_000),
       };
     };

@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { openOurs } from './ours-engine.js';
-import { round, usedMemory } from './bench-util.js';
+import { round, timed, usedMemory } from './bench-util.js';
 import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, makeLog, num, redisVersion, writeMarkedSection } from './http-harness.js';
 
 const cfg = {
@@ -75,16 +75,7 @@ async function main(): Promise<void> {
     await w.stop();
     return Math.round(cfg.claim / s);
   };
-  const stats = async (runs: number) => {
-    const ms: number[] = [];
-    for (let i = 0; i < runs + 1; i++) {
-      const s = performance.now();
-      await q.counts();
-      if (i > 0) ms.push(performance.now() - s);
-    }
-    ms.sort((a, b) => a - b);
-    return { p50Ms: round(ms[Math.floor(ms.length / 2)] ?? 0, 2), maxMs: round(ms.at(-1) ?? 0, 2) };
-  };
+  const stats = () => timed(20, () => q.counts());
   try {
     // Untimed first: the first enqueue and claim of a process pay for its warm-up (JIT, connections).
     await add(WARM_UP, 1, ahead);
@@ -106,9 +97,9 @@ async function main(): Promise<void> {
     log(`loaded ${fmt(load)} in ${round((performance.now() - t0) / 1_000, 1)} s (${fmt(loadPerSec)}/s): ${JSON.stringify(memory)}`);
     const large = { enqueuePerSec: await enqueue(), claimPerSec: await claim() };
     log(`with ${fmt(cfg.pending)} pending: ${JSON.stringify(large)}`);
-    const statsPending = await stats(20);
+    const statsPending = await stats();
     await add(cfg.overdue, 4, () => Date.now() - 5_000);
-    const statsOverdue = await stats(20);
+    const statsOverdue = await stats();
     const result = {
       benchmark: 'size',
       date,
