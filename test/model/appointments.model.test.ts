@@ -93,6 +93,28 @@ function close(a: Appt, low: number, high: number): void {
   }
 }
 
+/** Books one appointment whose remind time lies `offsetMs` from now, and opens its slot in the model. */
+async function book(m: Model, r: Real, leadSeconds: number, offsetMs: number): Promise<void> {
+  const key = `${r.tag}-a${m.books++}`;
+  const startsAt = startAt(leadSeconds * 1_000, offsetMs);
+  const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: leadSeconds };
+  const res = await r.world.http.send('POST', '/appointments', body, { 'idempotency-key': key });
+  if (res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.receivedAt >= Date.parse(startsAt)) {
+    // It landed after its start: retried through a database outage, or held
+    // by a loaded host (appointments soak seed 311671832). Refused, nothing
+    // written: a replay of a written booking answers as it was. One written
+    // all the same (an attempt still in flight) shows here or, later, in
+    // the check that the database holds no booking the model lacks.
+    if ((await r.world.db.appointment.count({ where: { idempotencyKey: { endsWith: key } } })) > 0) fail(`book ${key} refused as past, yet written`, res);
+    return;
+  }
+  if (res.status !== 201) fail(`book (${res.attempts} attempts, answered ${res.receivedAt - Date.parse(startsAt)} ms from its start)`, res);
+  if (res.body.startsAt !== startsAt) fail(`book at ${startsAt}`, res);
+  const a: Appt = { id: String(res.body.id), key, body, leadMs: leadSeconds * 1_000, cancelled: false, current: startsAt, slots: new Map() };
+  open(a, startsAt, res.firstSentAt, Date.parse(String(res.body.remindAt)));
+  m.appts.push(a);
+}
+
 class Book extends Step<Model> {
   constructor(
     readonly leadSeconds: number,
@@ -101,27 +123,31 @@ class Book extends Step<Model> {
     super();
   }
   async act(m: Model, r: Real) {
-    const key = `${r.tag}-a${m.books++}`;
-    const startsAt = startAt(this.leadSeconds * 1_000, this.offsetMs);
-    const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: this.leadSeconds };
-    const res = await r.world.http.send('POST', '/appointments', body, { 'idempotency-key': key });
-    if (res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.receivedAt >= Date.parse(startsAt)) {
-      // It landed after its start: retried through a database outage, or held
-      // by a loaded host (appointments soak seed 311671832). Refused, nothing
-      // written: a replay of a written booking answers as it was. One written
-      // all the same (an attempt still in flight) shows here or, later, in
-      // the check that the database holds no booking the model lacks.
-      if ((await r.world.db.appointment.count({ where: { idempotencyKey: { endsWith: key } } })) > 0) fail(`book ${key} refused as past, yet written`, res);
-      return;
-    }
-    if (res.status !== 201) fail(`book (${res.attempts} attempts, answered ${res.receivedAt - Date.parse(startsAt)} ms from its start)`, res);
-    if (res.body.startsAt !== startsAt) fail(`book at ${startsAt}`, res);
-    const a: Appt = { id: String(res.body.id), key, body, leadMs: this.leadSeconds * 1_000, cancelled: false, current: startsAt, slots: new Map() };
-    open(a, startsAt, res.firstSentAt, Date.parse(String(res.body.remindAt)));
-    m.appts.push(a);
+    await book(m, r, this.leadSeconds, this.offsetMs);
   }
   toString() {
     return `Book(lead ${this.leadSeconds}s, remind in ${this.offsetMs} ms)`;
+  }
+}
+
+/**
+ * Several bookings at once whose remind times fall together: their reminder
+ * jobs come due in one claim and are written by one statement (the batch
+ * handler), or by one pass's page; moves and cancels of some of them may race it.
+ */
+class BookMany extends Step<Model> {
+  constructor(
+    readonly count: number,
+    readonly leadSeconds: number,
+    readonly offsetMs: number,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    await Promise.all(Array.from({ length: this.count }, () => book(m, r, this.leadSeconds, this.offsetMs)));
+  }
+  toString() {
+    return `BookMany(${this.count}, lead ${this.leadSeconds}s, remind in ${this.offsetMs} ms)`;
   }
 }
 
@@ -263,6 +289,7 @@ class Read extends OnAppt {
 const offset = fc.integer({ min: -1_000, max: 2_500 });
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset).map(([l, o]) => new Book(l, o)) },
+  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), offset).map(([n, l, o]) => new BookMany(n, l, o)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new RepeatBook(i)) },
   { weight: 3, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new Move(i, null, o)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, b]) => new Move(i, b, 0)) },

@@ -1,24 +1,59 @@
-// The reminder job of one slot: idempotent, a second delivery writes nothing.
-// (The periodic reconciliation pass is in appointments.reconcile.ts.)
+// The reminder jobs of slots, handled in batches: one statement writes the
+// reminder of every slot of the batch still held and due
+// (appointments.service.ts remindMany). Idempotent: a second delivery writes
+// nothing. (The periodic reconciliation pass is in appointments.reconcile.ts.)
 import { z } from 'zod';
+import { isDatabaseUnavailable } from '../../core/db-errors.js';
+import { type Settled, settleEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
-import { NonRetryableError, type JobHandler } from '../../queue/index.js';
-import { REMIND_JOB, type AppointmentsService } from './appointments.service.js';
+import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
+import type { ReminderSlot } from './appointments.repository.js';
+import { REMIND_JOB, type AppointmentsService, type RemindResult } from './appointments.service.js';
 
 // Redis fired the job by its clock; the database's may be behind: come back when
 // the database says the remind time comes, but never in a tighter loop than this.
 const NOT_DUE_RETRY_MS = 20;
+/** Reminder jobs written by one statement at most. */
+export const REMIND_BATCH_MAX = 500;
 
 const remindPayload = z.object({ appointmentId: z.uuid(), startsAt: z.int() });
 
-export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, JobHandler> {
+export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {
+  /**
+   * The batch's slots in one call; if that call fails as a whole for another
+   * reason than the database being away, slot by slot, so a slot the
+   * statement cannot take fails alone.
+   */
+  async function remind(slots: readonly ReminderSlot[]): Promise<Settled<RemindResult>[]> {
+    try {
+      return (await service.remindMany(slots)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (slots.length === 1 || isDatabaseUnavailable(err)) throw err;
+      return settleEach(slots, (s) => service.remind(s.appointmentId, s.startsAtMs));
+    }
+  }
+
   return {
-    [REMIND_JOB]: async (job) => {
-      const p = remindPayload.safeParse(job.payload);
-      if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      const r = await service.remind(p.data.appointmentId, p.data.startsAt);
-      if (r.kind === 'not_due') return { retryInMs: Math.max(r.inMs, NOT_DUE_RETRY_MS) };
-      if (r.kind === 'written') log.info({ jobId: job.id, startsAt: new Date(p.data.startsAt).toISOString() }, 'appointment reminder written');
+    [REMIND_JOB]: {
+      maxBatch: REMIND_BATCH_MAX,
+      async batch(jobs) {
+        const slots = jobs.map((job): ReminderSlot | null => {
+          const p = remindPayload.safeParse(job.payload);
+          return p.success ? { appointmentId: p.data.appointmentId.toLowerCase(), startsAtMs: p.data.startsAt } : null;
+        });
+        const valid = slots.filter((s): s is ReminderSlot => s !== null);
+        const outcomes = await remind(valid);
+        const of = new Map(valid.map((s, i) => [s, outcomes[i]!]));
+        return jobs.map((job, i): BatchOutcome => {
+          const slot = slots[i];
+          if (!slot) return { error: new NonRetryableError(`bad payload for ${job.id}`) };
+          const r = of.get(slot)!;
+          if (!r.ok) return { error: r.error };
+          if (r.value.kind === 'not_due') return { retryInMs: Math.max(r.value.inMs, NOT_DUE_RETRY_MS) };
+          if (r.value.kind === 'written') log.info({ jobId: job.id, startsAt: new Date(slot.startsAtMs).toISOString() }, 'appointment reminder written');
+          return undefined;
+        });
+      },
     },
   };
 }

@@ -20,7 +20,7 @@ type Unreminded = { id: string; remindAt: Date; startsAt: Date; overdue: boolean
 
 export function createAppointmentsReconcile(d: {
   repo: AppointmentsRepository;
-  service: Pick<AppointmentsService, 'remind'>;
+  service: Pick<AppointmentsService, 'remindMany'>;
   queue: Queue;
   log: Logger;
   /** How late a reminder may be before the pass writes it itself. */
@@ -35,9 +35,8 @@ export function createAppointmentsReconcile(d: {
     await forEachPage(
       (after: Unreminded | null) => d.repo.listUnreminded({ graceSeconds: d.graceSeconds, afterStartSeconds: d.afterStartSeconds, horizonMs }, after, PAGE),
       async (page) => {
-        for (const a of page.filter((x) => x.overdue)) {
-          if ((await d.service.remind(a.id, a.startsAt.getTime())).kind === 'written') written++;
-        }
+        const overdue = page.filter((x) => x.overdue).map((a) => ({ appointmentId: a.id, startsAtMs: a.startsAt.getTime() }));
+        if (overdue.length > 0) written += (await d.service.remindMany(overdue)).filter((r) => r.kind === 'written').length;
         const upcoming = page.filter((x) => !x.overdue);
         if (upcoming.length === 0) return;
         await d.queue.scheduleMany(

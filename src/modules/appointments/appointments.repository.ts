@@ -59,6 +59,17 @@ const WITHDRAW_REMINDERS = `UPDATE notifications n
  */
 const UNMARKED = 'NOT a.reminded';
 
+/** A slot a reminder job was scheduled for: the appointment and the start it then had (ms). */
+export type ReminderSlot = { readonly appointmentId: string; readonly startsAtMs: number };
+/** The dedupe key of a slot's reminder (the id as the database writes it). */
+export const slotKey = (s: ReminderSlot): string => dedupeKey.appointmentReminder(s.appointmentId.toLowerCase(), s.startsAtMs);
+
+/** What reminderStates finds of a slot. */
+export type ReminderState = {
+  reminder: { id: string; status: NotificationStatus; live: boolean } | null;
+  appointment: { id: string; status: 'BOOKED' | 'CANCELLED'; startsAt: Date; remindAt: Date; sameSlot: boolean; msToRemind: number } | null;
+};
+
 export type NewAppointment = {
   id: string;
   customerId: string;
@@ -74,7 +85,7 @@ export type NewAppointment = {
 const REMINDER = outboxInsertSql({
   kind: 'APPOINTMENT_REMINDER',
   from: 'a',
-  dedupeKey: '$3',
+  dedupeKey: dedupeKeySql.appointmentReminder('a.id', 'a.starts_at'),
   subject: { column: 'appointment_id', value: 'a.id' },
   channel: 'a.channel',
   recipient: 'a.contact',
@@ -96,6 +107,50 @@ const PURGE_CANCELLED: PurgeStatement = { ...PURGE_BOOKED, key: 'remind_at', ran
 
 export function createAppointmentsRepository(db: Db) {
   const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
+
+  /**
+   * writeReminder for many slots in one statement (the reminder jobs of a
+   * batch, the pass's overdue page), each judged on its own as there; what
+   * was written or taken back, by the reminder's dedupe key (slotKey). The
+   * appointments are locked in id order, so two such statements sharing some
+   * wait for each other rather than deadlock.
+   */
+  async function writeReminders(slots: readonly ReminderSlot[]): Promise<Map<string, { id: string; fresh: boolean }>> {
+    if (slots.length === 0) return new Map();
+    const rows = await db.$queryRawUnsafe<{ key: string; id: string; fresh: boolean }[]>(
+      `WITH a AS (
+         SELECT id, customer_id, contact, channel, starts_at FROM appointments
+          WHERE id = ANY($1::uuid[])
+            -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
+            AND (id, floor(extract(epoch FROM starts_at) * 1000)::bigint) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
+            AND status = 'BOOKED' AND remind_at <= now()
+          ORDER BY id
+          FOR UPDATE
+       ), marked AS (
+         -- Whatever the insert below finds, the slot has a live reminder after this statement.
+         UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
+       )
+       ${REMINDER}
+       ON CONFLICT (dedupe_key) DO UPDATE
+          SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
+                             WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
+              attempts = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN 0 ELSE notifications.attempts END,
+              last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
+              withdrawn_at = NULL
+        WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
+       -- PENDING after this statement: new, or taken back from CANCELLED (as
+       -- the row is when the update runs: the delivery side may end it
+       -- CANCELLED while this statement waits for the appointment's lock);
+       -- FAILED, refused: a fresh job finds it FAILED and goes to the dead
+       -- set uncalled, where an operator can redrive it (its old job may be
+       -- acked by now, leaving none).
+       RETURNING dedupe_key AS key, id::text AS id, status IN ('PENDING', 'FAILED') AS fresh`,
+      slots.map((x) => x.appointmentId),
+      slots.map((x) => x.startsAtMs),
+    );
+    return new Map(rows.map((r) => [r.key, { id: r.id, fresh: r.fresh }]));
+  }
+
   return {
     /** remind_at = starts_at - lead, or now when that has passed. */
     insert(a: NewAppointment): Promise<AppointmentRow | null> {
@@ -191,46 +246,46 @@ export function createAppointmentsRepository(db: Db) {
      * took it and whose SENT mark waits in that job), null when none was.
      */
     async writeReminder(id: string, startsAtMs: number): Promise<{ id: string; fresh: boolean } | null> {
-      const rows = await db.$queryRawUnsafe<{ id: string; fresh: boolean }[]>(
-        `WITH a AS (
-           SELECT id, customer_id, contact, channel, starts_at FROM appointments
-            -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
-            WHERE id = $1::uuid AND status = 'BOOKED' AND floor(extract(epoch FROM starts_at) * 1000)::bigint = $2::bigint
-              AND remind_at <= now()
-            FOR UPDATE
-         ), marked AS (
-           -- Whatever the insert below finds, the slot has a live reminder after this statement.
-           UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
-         )
-         ${REMINDER}
-         ON CONFLICT (dedupe_key) DO UPDATE
-            SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
-                               WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
-                attempts = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN 0 ELSE notifications.attempts END,
-                last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
-                withdrawn_at = NULL
-          WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
-         -- PENDING after this statement: new, or taken back from CANCELLED (as
-         -- the row is when the update runs: the delivery side may end it
-         -- CANCELLED while this statement waits for the appointment's lock);
-         -- FAILED, refused: a fresh job finds it FAILED and goes to the dead
-         -- set uncalled, where an operator can redrive it (its old job may be
-         -- acked by now, leaving none).
-         RETURNING id, status IN ('PENDING', 'FAILED') AS fresh`,
-        id,
-        startsAtMs,
-        dedupeKey.appointmentReminder(id, startsAtMs),
-      );
-      return rows[0] ?? null;
+      const slot = { appointmentId: id, startsAtMs };
+      return (await writeReminders([slot])).get(slotKey(slot)) ?? null;
     },
 
-    /** How long until the appointment's remind time by the database clock (ms, 0 when passed); null when it does not exist. */
-    async msToRemind(id: string): Promise<number | null> {
-      const rows = await db.$queryRawUnsafe<{ ms: number }[]>(
-        `SELECT GREATEST(0, ceil(extract(epoch FROM remind_at - now()) * 1000))::int AS ms FROM appointments WHERE id = $1::uuid`,
-        id,
+    writeReminders,
+
+    /**
+     * What a slot's reminder job finds when it wrote nothing, for many slots
+     * in one statement (one snapshot), by dedupe key: the slot's reminder row
+     * if written (`live` unless withdrawn), and the appointment as it is now
+     * (missing, not BOOKED, moved to another slot, or its remind time
+     * `msToRemind` away by the database clock).
+     */
+    async reminderStates(slots: readonly ReminderSlot[]): Promise<Map<string, ReminderState>> {
+      if (slots.length === 0) return new Map();
+      const rows = await db.$queryRawUnsafe<(ReminderState & { key: string })[]>(
+        `SELECT s.key,
+                CASE WHEN n.id IS NULL THEN NULL ELSE jsonb_build_object(
+                  'id', n.id, 'status', n.status, 'live', n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL) END AS reminder,
+                CASE WHEN a.id IS NULL THEN NULL ELSE jsonb_build_object(
+                  'id', a.id, 'status', a.status, 'startsAt', a.starts_at, 'remindAt', a.remind_at,
+                  'sameSlot', floor(extract(epoch FROM a.starts_at) * 1000)::bigint = s.ms,
+                  'msToRemind', GREATEST(0, ceil(extract(epoch FROM a.remind_at - now()) * 1000))::int) END AS appointment
+           FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS s(id, ms, key)
+           LEFT JOIN appointments a ON a.id = s.id
+           LEFT JOIN notifications n ON n.dedupe_key = s.key`,
+        slots.map((x) => x.appointmentId),
+        slots.map((x) => x.startsAtMs),
+        slots.map(slotKey),
       );
-      return rows[0]?.ms ?? null;
+      return new Map(
+        rows.map(({ key, reminder, appointment }) => [
+          key,
+          {
+            reminder,
+            // jsonb gives times as text
+            appointment: appointment && { ...appointment, startsAt: new Date(appointment.startsAt), remindAt: new Date(appointment.remindAt) },
+          },
+        ]),
+      );
     },
 
     /** The reminder row of one slot, if written; `live` unless it was withdrawn (CANCELLED, or withdrawn while being sent). */

@@ -9,7 +9,7 @@ import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue } from '../../queue/index.js';
-import type { AppointmentRow, AppointmentsRepository } from './appointments.repository.js';
+import { type AppointmentRow, type AppointmentsRepository, type ReminderSlot, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
 
 export const REMIND_JOB = 'appointment.remind';
@@ -94,40 +94,56 @@ export function createAppointmentsService(d: {
     return a;
   }
 
-  /** The reminder job: write the reminder if the slot is still held and due, then hand it to delivery. */
-  async function remind(appointmentId: string, startsAtMs: number): Promise<RemindResult> {
-    const written = await repo.writeReminder(appointmentId, startsAtMs);
-    if (written) {
-      // Fresh: a reminder taken back from CANCELLED may still have the job of
-      // its earlier delivery (dead, or waiting out a backoff); a refused one
-      // (FAILED) needs a job to reach the dead set. One still SENDING keeps
-      // its job: a call may be running, or the receiver took it and that job
-      // holds its SENT mark (replacing it would call the receiver again).
-      await d.dispatch([written.id], written.fresh ? { fresh: true } : undefined);
-      return { kind: 'written' };
-    }
-    // A withdrawn reminder does not count: its slot is not held now (or the
-    // write above would have taken it back), and it may be held again later.
-    const existing = await repo.findReminder(appointmentId, startsAtMs);
-    if (existing?.live) {
-      // A redelivery after a crash between the write and the dispatch (or a
-      // dispatch that failed): fresh, as that dispatch was, since a reminder
-      // taken back may still have its earlier delivery's dead job.
-      if (existing.status === 'PENDING') await d.dispatch([existing.id], { fresh: true });
-      return { kind: 'already_written' };
-    }
-    const a = await repo.find(appointmentId);
-    if (!a || a.status !== 'BOOKED') return { kind: 'not_booked' };
-    if (a.startsAt.getTime() !== startsAtMs) {
-      // This job carried an old slot (two reschedules raced their queue updates):
-      // make the job follow the slot the database holds.
-      await scheduleReminder(a);
-      return { kind: 'moved' };
-    }
-    // Not due yet by the database clock (clock skew, or a job left at an older,
-    // earlier remind time when its move did not reach Redis): come back then,
-    // as far ahead as the database's own clock says.
-    return { kind: 'not_due', inMs: (await repo.msToRemind(appointmentId)) ?? 0 };
+  /**
+   * The reminder jobs of many slots (a batch of them, the pass's overdue
+   * page): one statement writes the reminder of every slot still held and
+   * due, whose deliveries are then handed over together; the slots it wrote
+   * nothing for are looked at in one more statement. An outcome per slot, in
+   * order.
+   */
+  async function remindMany(slots: readonly ReminderSlot[]): Promise<RemindResult[]> {
+    const written = await repo.writeReminders(slots);
+    // Fresh: a reminder taken back from CANCELLED may still have the job of
+    // its earlier delivery (dead, or waiting out a backoff); a refused one
+    // (FAILED) needs a job to reach the dead set. One still SENDING keeps
+    // its job: a call may be running, or the receiver took it and that job
+    // holds its SENT mark (replacing it would call the receiver again).
+    const ws = [...written.values()];
+    await d.dispatch(
+      ws.filter((w) => w.fresh).map((w) => w.id),
+      { fresh: true },
+    );
+    await d.dispatch(ws.filter((w) => !w.fresh).map((w) => w.id));
+    const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s))));
+    const redispatch: string[] = [];
+    const moved: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>[] = [];
+    const results = slots.map((slot): RemindResult => {
+      if (written.has(slotKey(slot))) return { kind: 'written' };
+      const { reminder, appointment: a } = states.get(slotKey(slot)) ?? { reminder: null, appointment: null };
+      // A withdrawn reminder does not count: its slot is not held now (or the
+      // write would have taken it back), and it may be held again later.
+      if (reminder?.live) {
+        // A redelivery after a crash between the write and the dispatch (or a
+        // dispatch that failed): fresh, as that dispatch was, since a reminder
+        // taken back may still have its earlier delivery's dead job.
+        if (reminder.status === 'PENDING') redispatch.push(reminder.id);
+        return { kind: 'already_written' };
+      }
+      if (!a || a.status !== 'BOOKED') return { kind: 'not_booked' };
+      // This job carried an old slot (two reschedules raced their queue
+      // updates): the job is made to follow the slot the database holds.
+      if (!a.sameSlot) {
+        moved.push(a);
+        return { kind: 'moved' };
+      }
+      // Not due yet by the database clock (clock skew, or a job left at an
+      // older, earlier remind time when its move did not reach Redis): come
+      // back then, as far ahead as the database's own clock says.
+      return { kind: 'not_due', inMs: a.msToRemind };
+    });
+    await d.dispatch(redispatch, { fresh: true });
+    await Promise.all(moved.map((a) => scheduleReminder(a)));
+    return results;
   }
 
   return {
@@ -187,7 +203,10 @@ export function createAppointmentsService(d: {
 
     reminders: (id: string) => repo.listReminders(id),
 
-    remind,
+    /** The reminder job of one slot (remindMany of one). */
+    remind: async (appointmentId: string, startsAtMs: number): Promise<RemindResult> => (await remindMany([{ appointmentId, startsAtMs }]))[0]!,
+
+    remindMany,
   };
 }
 
