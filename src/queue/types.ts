@@ -32,6 +32,14 @@ export type JobContext = {
    * length; whole ms, 1 ms to 24 h, else it throws). False when the lease was lost.
    */
   extendLease(ms?: number): Promise<boolean>;
+  /**
+   * How long this delivery's lease is surely held still, by this worker's
+   * reckoning (ms, from when its claim or its last renewal that held was
+   * asked; 0 or less: lost, or about to be). A handler about to start
+   * something that must finish within the lease renews only when this is
+   * too short.
+   */
+  leaseLeftMs(): number;
   /** The worker's lease length (ms): a long handler renews well within it. */
   readonly leaseMs: number;
   /**
@@ -54,7 +62,7 @@ export type JobOutcome = { readonly retryAt: number } | { readonly retryInMs: nu
 export type JobHandler = (job: Job, ctx: JobContext) => Promise<void | JobOutcome> | void | JobOutcome;
 
 /** What a batch handler gets besides its jobs. */
-export type BatchContext = Omit<JobContext, 'extendLease'> & {
+export type BatchContext = Omit<JobContext, 'extendLease' | 'leaseLeftMs'> & {
   /** Renews every job's lease (see JobContext.extendLease); whether each is still held, in the jobs' order. */
   extendLeases(ms?: number): Promise<readonly boolean[]>;
   /** One job's own context (its own lease), for work the batch does job by job. */

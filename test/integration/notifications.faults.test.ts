@@ -276,6 +276,7 @@ describe('with attempts left', () => {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
       now: Date.now,
+      leaseLeftMs: () => 0, // the lease is renewed before the claim
       // A slow Redis: the renewal answers only when the test says.
       extendLease: async () => {
         renewing.open();
@@ -304,6 +305,7 @@ describe('after a refusal', () => {
       signal: new AbortController().signal,
       leaseMs: LEASE_MS,
       now: Date.now,
+      leaseLeftMs: () => 0,
       extendLease: () => Promise.resolve(true),
     });
   };
@@ -340,6 +342,7 @@ describe('after a refusal', () => {
       signal: stop.signal,
       leaseMs: LEASE_MS,
       now: Date.now,
+      leaseLeftMs: () => 0,
       extendLease: () => Promise.resolve(true),
     });
     expect(await waitFor(() => w.callsTo(id) === 1, 5_000, 5)).toBe(true);

@@ -96,3 +96,52 @@ describe('ctx.extendLease with a bad length', () => {
     expect(await h.queue.stats()).toMatchObject({ pending: 0, inFlight: 0, dead: 0 });
   });
 });
+
+describe('ctx.leaseLeftMs', () => {
+  it("reckons the lease from the claim and from each renewal that held, never past Redis's own; per job in a batch", async () => {
+    h = harness('lease-left', { t: {}, b: {} });
+    const k = h.queue.keys[0]!;
+    /** Redis's lease end less the local time before the reckoning was read: what is surely left. */
+    const redisLeft = async (id: string, before: number) => Number(await h.redis.zscore(k.inflight, id)) - before;
+    const seen: { id: string; left: number; redis: number }[] = [];
+    const look = async (id: string, when: string, ctx: { leaseLeftMs(): number }) => {
+      const before = Date.now();
+      const left = ctx.leaseLeftMs();
+      seen.push({ id: `${id}:${when}`, left, redis: await redisLeft(id, before) });
+    };
+    await h.startWorker(
+      {
+        t: async (job, ctx) => {
+          await look(job.id, 'claimed', ctx);
+          expect(await ctx.extendLease(5_000)).toBe(true);
+          await look(job.id, 'renewed', ctx);
+        },
+        b: {
+          batch: async (jobs, ctx) => {
+            expect(await ctx.extendLeases(4_000)).toEqual(jobs.map(() => true));
+            for (const j of jobs) await look(j.id, 'renewed', ctx.of(j));
+            return jobs.map(() => undefined);
+          },
+        },
+      },
+      { leaseMs: 30_000 },
+    );
+    await h.queue.scheduleMany([
+      { id: 'one', type: 't', delayMs: 0 },
+      { id: 'b1', type: 'b', delayMs: 0 },
+      { id: 'b2', type: 'b', delayMs: 0 },
+    ]);
+    expect(await waitFor(() => seen.length === 4, 5_000)).toBe(true);
+    for (const s of seen) {
+      // Never more than Redis holds it for (2 ms for the two clocks' whole-ms rounding).
+      expect(s.left, s.id).toBeLessThanOrEqual(s.redis + 2);
+      expect(s.left, s.id).toBeGreaterThan(0);
+    }
+    const left = (id: string) => seen.find((s) => s.id === id)!.left;
+    // A fresh claim's lease is at least half of one (the worker renews a job that waited longer), a renewal's its length.
+    expect(left('one:claimed')).toBeGreaterThan(15_000);
+    expect(left('one:renewed')).toBeLessThanOrEqual(5_000);
+    expect(left('b1:renewed')).toBeLessThanOrEqual(4_000);
+    expect(left('b2:renewed')).toBeLessThanOrEqual(4_000);
+  });
+});

@@ -49,6 +49,8 @@ export function notificationsJobHandlers(deps: {
   notifier: Notifier;
   queue: Queue;
   log: Logger;
+  /** How long a call may take (NOTIFY_TIMEOUT_MS). */
+  callTimeoutMs: number;
   /** A row SENDING for longer than this has lost its call's worker (the call's timeout plus a margin). */
   sendingStaleMs: number;
 }): Record<string, JobHandler> {
@@ -88,11 +90,16 @@ export function notificationsJobHandlers(deps: {
         if (status === 'FAILED') throw new NonRetryableError(refusal!);
         return;
       }
-      // The whole call must fit in our lease, or another worker would take the
-      // job and call the receiver a second time beside us (the config keeps the
-      // call's timeout under half a lease). Renewed first, so the claim's time
-      // is the call's. A lease already lost: someone else has the job.
-      if (!(await ctx.extendLease())) return;
+      // The claim and the whole call must fit in our lease, or another worker
+      // would take the job and call the receiver a second time beside us. It
+      // is renewed first when what is left of it is short of the call's
+      // timeout plus half of the rest of a lease for the claim (the config
+      // keeps the call's timeout under half a lease, so a fresh claim's lease
+      // needs no renewal: a Redis call saved per delivery). Never between the
+      // claim and the call: the claim is the last look at the row (a cancel
+      // committed during a slow renewal must stop the call). A lease already
+      // lost: someone else has the job.
+      if (ctx.leaseLeftMs() < (ctx.leaseMs + deps.callTimeoutMs) / 2 && !(await ctx.extendLease())) return;
       // A FAILED row is called again only after an operator's redrive,
       // recorded in PostgreSQL (requestRedrive). Any other delivery that finds
       // it FAILED is the one that failed it come back (Redis hung or lost its

@@ -79,7 +79,14 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     name: 'notifications',
     ...httpOf(notificationsRoutes(repo)),
     queue,
-    handlers: notificationsJobHandlers({ repo, notifier, queue, log, sendingStaleMs: config.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS }),
+    handlers: notificationsJobHandlers({
+      repo,
+      notifier,
+      queue,
+      log,
+      callTimeoutMs: config.NOTIFY_TIMEOUT_MS,
+      sendingStaleMs: config.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS,
+    }),
     periodic: [relay.job],
     // Only for delivery jobs: the relay's periodic job has no row.
     redrives: {

@@ -25,7 +25,7 @@ export type ShardPollerOptions = {
   readonly claimTimeoutMs: number;
   /** How many more jobs the pool can take now. */
   room(): number;
-  /** Hands claimed jobs to the pool (claimedAt: local ms); `late`: the claim answered after its timeout (it may bring more than room()). */
+  /** Hands claimed jobs to the pool (claimedAt: the local ms the claim was asked, before its leases began); `late`: the claim answered after its timeout (it may bring more than room()). */
   accept(jobs: ClaimedRaw[], shard: number, claimedAt: number, late: boolean): void;
   onClaim(count: number, reclaimed: number): void;
   onConnectionSuspect(): void;
@@ -70,7 +70,7 @@ export function createShardPoller(o: ShardPollerOptions): ShardPoller {
       if (err instanceof TimeoutError) {
         // The answer may still come (a slow server, not a dead one): its jobs
         // must reach the pool, or go back, not sit leased to nobody.
-        claim.then((late) => late.jobs.length > 0 && o.accept(late.jobs, o.shard, localNow(), true)).catch(() => {});
+        claim.then((late) => late.jobs.length > 0 && o.accept(late.jobs, o.shard, t0, true)).catch(() => {});
         o.onConnectionSuspect();
       }
       return localNow() + ERROR_BACKOFF_MS;
@@ -82,7 +82,7 @@ export function createShardPoller(o: ShardPollerOptions): ShardPoller {
     o.clock.sample(r.now, t0, t1, r.late);
     if (r.late) return 'again';
     if (r.jobs.length > 0 || r.reclaimed > 0) o.onClaim(r.jobs.length, r.reclaimed);
-    if (r.jobs.length > 0) o.accept(r.jobs, o.shard, t1, false);
+    if (r.jobs.length > 0) o.accept(r.jobs, o.shard, t0, false);
     if (r.jobs.length === want || r.reclaimed === MAX_RECLAIM_PER_CLAIM) return 'again'; // more may be due
     const next = Math.min(r.nextDue ?? Number.POSITIVE_INFINITY, r.nextLease ?? Number.POSITIVE_INFINITY);
     const sleep = Math.min(Math.max(0, next - r.now), o.idleRecheckMs);

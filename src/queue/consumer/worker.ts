@@ -61,7 +61,13 @@ export type WorkerOptions = {
   readonly onEvent?: (e: WorkerEvent) => void;
 };
 
-type Claimed = { job: Job; claimedAt: number };
+/**
+ * A claimed job: `claimedAt`, the local time its claim was asked (its lease
+ * runs from a moment after it); `leaseUntil`, the local time before which
+ * its lease is surely held (leaseMs from when the claim, or the last
+ * renewal that held, was asked).
+ */
+type Claimed = { readonly job: Job; readonly claimedAt: number; leaseUntil: number };
 /** A batch job type's waiting jobs and its calls running now. */
 type BatchLane = { readonly handler: JobBatchHandler; readonly max: number; readonly limit: number; waiting: Claimed[]; running: number };
 
@@ -174,7 +180,7 @@ export function createWorker(o: WorkerOptions): Worker {
         surplus.push({ id: job.id, token: job.token });
         continue;
       }
-      (lanes.get(job.type)?.waiting ?? buffer).push({ job, claimedAt });
+      (lanes.get(job.type)?.waiting ?? buffer).push({ job, claimedAt, leaseUntil: claimedAt + leaseMs });
       taken++;
     }
     if (surplus.length > 0) {
@@ -268,10 +274,10 @@ export function createWorker(o: WorkerOptions): Worker {
     const { job } = c;
     // A job that waited in the buffer for much of its lease renews it first,
     // so a slow pool never lets the lease run out before the handler starts.
-    if (localNow() - c.claimedAt > leaseMs / 2 && !(await extend(job, leaseMs))) return false;
+    if (c.leaseUntil - localNow() < leaseMs / 2 && !(await extend(c, leaseMs))) return false;
     const started = localNow();
     emit({ kind: 'started', job, latenessMs: clock.now() - job.dueAt });
-    const ctx = contextOf(job);
+    const ctx = contextOf(c);
     let outcome: void | JobOutcome;
     try {
       const handler = o.handlers[job.type];
@@ -285,8 +291,14 @@ export function createWorker(o: WorkerOptions): Worker {
     return true;
   }
 
-  function contextOf(job: Job): JobContext {
-    return { signal: shutdown.signal, extendLease: async (ms) => extend(job, checkLease(ms ?? leaseMs)), leaseMs, now: clock.now };
+  function contextOf(c: Claimed): JobContext {
+    return {
+      signal: shutdown.signal,
+      extendLease: async (ms) => extend(c, checkLease(ms ?? leaseMs)),
+      leaseLeftMs: () => c.leaseUntil - localNow(),
+      leaseMs,
+      now: clock.now,
+    };
   }
 
   /**
@@ -308,14 +320,17 @@ export function createWorker(o: WorkerOptions): Worker {
    */
   async function runBatch(type: string, handler: JobBatchHandler, claimed: readonly Claimed[]): Promise<number> {
     // A renewal that fails (a Redis hiccup) drops only its own job: it returns after its lease.
-    const held = await Promise.all(claimed.map(async (c) => (localNow() - c.claimedAt > leaseMs / 2 ? extend(c.job, leaseMs).catch(() => false) : true)));
+    const held = await Promise.all(claimed.map(async (c) => (c.leaseUntil - localNow() < leaseMs / 2 ? extend(c, leaseMs).catch(() => false) : true)));
     const jobs: Job[] = [];
+    const leases = new Map<Job, Claimed>();
     const failures: Promise<void>[] = [];
     claimed.forEach((c, i) => {
       if (!held[i]) return;
       emit({ kind: 'started', job: c.job, latenessMs: clock.now() - c.job.dueAt });
       try {
-        jobs.push(runnable(c.job));
+        const job = runnable(c.job);
+        jobs.push(job);
+        leases.set(job, c);
       } catch (err) {
         failures.push(fail(c.job, err));
       }
@@ -330,9 +345,13 @@ export function createWorker(o: WorkerOptions): Worker {
       signal: shutdown.signal,
       extendLeases: async (ms) => {
         const until = checkLease(ms ?? leaseMs);
-        return Promise.all(jobs.map((j) => extend(j, until)));
+        return Promise.all(jobs.map((j) => extend(leases.get(j)!, until)));
       },
-      of: contextOf,
+      of: (job) => {
+        const c = leases.get(job);
+        if (!c) throw new Error(`job ${job.id} is not of this batch`);
+        return contextOf(c);
+      },
       leaseMs,
       now: clock.now,
     };
@@ -384,9 +403,12 @@ export function createWorker(o: WorkerOptions): Worker {
     emit({ kind: 'completed', job, durationMs: localNow() - started });
   }
 
-  async function extend(job: Job, ms: number): Promise<boolean> {
+  async function extend(c: Claimed, ms: number): Promise<boolean> {
+    const { job } = c;
+    const asked = localNow();
     const until = await runExtend(redis, queue.keys[job.shard] as ShardKeys, job.id, job.token, ms);
     if (until === null) emit({ kind: 'stale', queue: queue.name, id: job.id, op: 'extend' });
+    else c.leaseUntil = asked + ms;
     return until !== null;
   }
 
