@@ -3,8 +3,9 @@
 // first one made; the same key with another body is refused (422); two
 // requests racing with one key both end with the row the winner wrote (the
 // unique index decides, the loser replays it).
-import { isUniqueViolation } from './db-errors.js';
+import { isDatabaseUnavailable, isUniqueViolation } from './db-errors.js';
 import { AppError } from './errors.js';
+import { type Gatherer, createGatherer, settleEach } from './gather.js';
 import { requestHash } from './http/idempotency-key.js';
 
 /** A row made under a key, with the hash of the request body that made it. */
@@ -45,4 +46,33 @@ export async function createIdempotently<T>(o: {
     }
     throw err;
   }
+}
+
+/**
+ * Concurrent creates share one INSERT statement (`insertMany`: all or none,
+ * answering in input order). A row that fails it (an Idempotency-Key race)
+ * must not fail the others, so a failed batch is retried row by row, unless
+ * the database is not there at all. Rows sharing a key are retried one after
+ * another in arrival order, so the first one wins, as it would have without
+ * the batch; the rest run side by side.
+ */
+export function gatherCreates<I extends { readonly idempotencyKey: string | null }, O>(
+  insertMany: (rows: readonly I[]) => Promise<readonly O[]>,
+  maxBatch: number,
+): Gatherer<I, O> {
+  return createGatherer<I, O>(async (rows) => {
+    try {
+      return (await insertMany(rows)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (rows.length === 1 || isDatabaseUnavailable(err)) throw err;
+      const sameKeyBefore = new Map<string, Promise<unknown>>();
+      return settleEach(rows, (row) => {
+        const insertOne = async () => (await insertMany([row]))[0] as O;
+        if (row.idempotencyKey === null) return insertOne();
+        const turn = (sameKeyBefore.get(row.idempotencyKey) ?? Promise.resolve()).then(insertOne, insertOne);
+        sameKeyBefore.set(row.idempotencyKey, turn);
+        return turn;
+      });
+    }
+  }, maxBatch);
 }

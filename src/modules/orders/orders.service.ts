@@ -3,9 +3,8 @@
 // the commit, best effort, and the reconciliation pass repairs what it missed.
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { isDatabaseUnavailable } from '../../core/db-errors.js';
-import { type Gatherer, createGatherer, settleEach } from '../../core/gather.js';
-import { createIdempotently } from '../../core/idempotent-create.js';
+import { type Gatherer, createGatherer } from '../../core/gather.js';
+import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
@@ -27,30 +26,9 @@ export type OrdersServiceDeps = {
   readonly defaultTimeoutSeconds: number;
 };
 
-/**
- * Concurrent creates share one INSERT statement. A row that fails it (an
- * Idempotency-Key race) must not fail the others, so a failed batch is retried
- * row by row, unless the database is not there at all. Rows sharing a key are
- * retried one after another in arrival order, so the first one wins, as it
- * would have without the batch; the rest run side by side.
- */
-export function gatherInserts(repo: Pick<OrdersRepository, 'insertMany'>): Gatherer<NewOrder, OrderRow> {
-  return createGatherer<NewOrder, OrderRow>(async (orders) => {
-    try {
-      return (await repo.insertMany(orders)).map((value) => ({ ok: true, value }));
-    } catch (err) {
-      if (orders.length === 1 || isDatabaseUnavailable(err)) throw err;
-      const sameKeyBefore = new Map<string, Promise<unknown>>();
-      return settleEach(orders, (o) => {
-        const insertOne = async () => (await repo.insertMany([o]))[0] as OrderRow;
-        if (o.idempotencyKey === null) return insertOne();
-        const turn = (sameKeyBefore.get(o.idempotencyKey) ?? Promise.resolve()).then(insertOne, insertOne);
-        sameKeyBefore.set(o.idempotencyKey, turn);
-        return turn;
-      });
-    }
-  }, GATHER_MAX);
-}
+/** Concurrent creates share one INSERT statement (gatherCreates). */
+export const gatherInserts = (repo: Pick<OrdersRepository, 'insertMany'>): Gatherer<NewOrder, OrderRow> =>
+  gatherCreates((rows) => repo.insertMany(rows), GATHER_MAX);
 
 export function createOrdersService(d: OrdersServiceDeps) {
   const { repo, queue, log } = d;
