@@ -149,6 +149,27 @@ describe('appointment reminders', () => {
     expect(await tdb.db.appointment.count({ where: { idempotencyKey: { endsWith: `:${key}` } } })).toBe(1);
   });
 
+  it('books concurrent requests through shared statements: each its own appointment and reminder job, two under one key one appointment', async () => {
+    const key = `appt-together-${Date.now()}`;
+    const startsAt = inMs(3_600_000);
+    const body = (i: number) => appointmentBody({ customerId: 'pat-4', contact: `pat4-${i}@example.com`, startsAt, remindBeforeSeconds: 60 });
+    const sent = [
+      ...Array.from({ length: 10 }, (_, i) => api().post('/appointments').send(body(i))),
+      api().post('/appointments').set('Idempotency-Key', key).send(body(99)),
+      api().post('/appointments').set('Idempotency-Key', key).send(body(99)),
+    ];
+    const res = await Promise.all(sent);
+    expect(res.map((r) => r.status)).toEqual(res.map(() => 201));
+    const keyed = res.slice(10);
+    expect(keyed[1]!.body.id).toBe(keyed[0]!.body.id);
+    expect(keyed.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(1);
+    expect(new Set(res.map((r) => r.body.id as string)).size).toBe(11);
+    expect(await tdb.db.appointment.count({ where: { customerId: 'pat-4' } })).toBe(11);
+    const queue = svc.module('appointments').queue;
+    for (const r of res)
+      expect(await queue.get(remindJobId(r.body.id as string)), r.body.id).toMatchObject({ state: 'pending', dueAt: Date.parse(r.body.remindAt) });
+  });
+
   // Found by the model-based suite: a retry that came after the start was refused as "in the past".
   it('answers a replayed booking as it was, even once its start has passed', async () => {
     const key = `appt-late-${Date.now()}`;

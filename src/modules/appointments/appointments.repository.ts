@@ -109,6 +109,37 @@ export function createAppointmentsRepository(db: Db) {
   const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
 
   /**
+   * Inserts appointments in one statement (all or none), answering in input
+   * order; remind_at = starts_at - lead, or now when that has passed, and
+   * the times by the database clock.
+   */
+  async function insertMany(rows: readonly NewAppointment[]): Promise<AppointmentRow[]> {
+    const inserted = await db.$queryRawUnsafe<AppointmentRow[]>(
+      `INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+                                 created_at, updated_at, idempotency_key, request_hash)
+       SELECT t.id, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
+              GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::"Channel"[], $5::timestamptz[], $6::int[], $7::text[], $8::text[])
+              AS t(id, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
+       RETURNING ${COLUMNS}`,
+      rows.map((r) => r.id),
+      rows.map((r) => r.customerId),
+      rows.map((r) => r.contact),
+      rows.map((r) => r.channel),
+      rows.map((r) => r.startsAt),
+      rows.map((r) => r.remindBeforeSeconds),
+      rows.map((r) => r.idempotencyKey),
+      rows.map((r) => r.requestHash),
+    );
+    const byId = new Map(inserted.map((r) => [r.id, r]));
+    return rows.map((r) => {
+      const row = byId.get(r.id);
+      if (!row) throw new Error(`appointment ${r.id} was not inserted`);
+      return row;
+    });
+  }
+
+  /**
    * writeReminder for many slots in one statement (the reminder jobs of a
    * batch, the pass's overdue page), each judged on its own as there; what
    * was written or taken back, by the reminder's dedupe key (slotKey). The
@@ -152,26 +183,12 @@ export function createAppointmentsRepository(db: Db) {
   }
 
   return {
-    /** remind_at = starts_at - lead, or now when that has passed. */
-    insert(a: NewAppointment): Promise<AppointmentRow | null> {
-      return one(
-        db.$queryRawUnsafe<AppointmentRow[]>(
-          `INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
-                                     created_at, updated_at, idempotency_key, request_hash)
-           VALUES ($1::uuid, $2, $3, $4::"Channel", $5::timestamptz, $6::int,
-                   GREATEST($5::timestamptz - make_interval(secs => $6::int), now()), now(), now(), $7, $8)
-           RETURNING ${COLUMNS}`,
-          a.id,
-          a.customerId,
-          a.contact,
-          a.channel,
-          a.startsAt,
-          a.remindBeforeSeconds,
-          a.idempotencyKey,
-          a.requestHash,
-        ),
-      );
+    /** insertMany of one. */
+    async insert(a: NewAppointment): Promise<AppointmentRow | null> {
+      return (await insertMany([a]))[0] ?? null;
     },
+
+    insertMany,
 
     find(id: string): Promise<AppointmentRow | null> {
       return one(db.$queryRawUnsafe<AppointmentRow[]>(`SELECT ${COLUMNS} FROM appointments WHERE id = $1::uuid`, id));

@@ -3,16 +3,19 @@
 // commit, best effort, and the reconciliation pass repairs what it missed.
 import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { createIdempotently } from '../../core/idempotent-create.js';
+import { createGatherer } from '../../core/gather.js';
+import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import { afterCommit } from '../../core/redis-call.js';
-import type { Queue } from '../../queue/index.js';
-import { type AppointmentRow, type AppointmentsRepository, type ReminderSlot, slotKey } from './appointments.repository.js';
+import type { Queue, ScheduleInput } from '../../queue/index.js';
+import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
 
 export const REMIND_JOB = 'appointment.remind';
+/** Bookings sharing one INSERT and one schedule call at most. */
+const GATHER_MAX = 100;
 export const remindJobId = (appointmentId: string) => `appointment:${appointmentId}:remind`;
 
 /**
@@ -61,6 +64,12 @@ export function createAppointmentsService(d: {
   perContact: RateLimit;
 }) {
   const { repo, queue, log } = d;
+  // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
+  const inserts = gatherCreates((rows: readonly NewAppointment[]) => repo.insertMany(rows), GATHER_MAX);
+  const bookingSchedules = createGatherer<ScheduleInput, unknown>(
+    async (jobs) => (await queue.scheduleMany(jobs)).map((value) => ({ ok: true, value })),
+    GATHER_MAX,
+  );
 
   /**
    * A booking or a move sets up a reminder to this contact: refused (429,
@@ -77,10 +86,21 @@ export function createAppointmentsService(d: {
     });
   }
 
-  /** Upsert: the one pending reminder job of the appointment follows its current slot. */
+  /**
+   * Upsert: the one pending reminder job of the appointment follows its
+   * current slot; `nx` (a booking, gathered with the others of its turn):
+   * created unless one exists.
+   */
   async function scheduleReminder(a: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>, mode: 'upsert' | 'nx' = 'upsert') {
+    const job: ScheduleInput = {
+      id: remindJobId(a.id),
+      type: REMIND_JOB,
+      at: a.remindAt,
+      payload: { appointmentId: a.id, startsAt: a.startsAt.getTime() },
+      mode,
+    };
     await afterCommit(
-      () => queue.schedule({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: { appointmentId: a.id, startsAt: a.startsAt.getTime() }, mode }),
+      () => (mode === 'nx' ? bookingSchedules.submit(job) : queue.schedule(job)),
       'schedule reminder',
       log,
       { appointmentId: a.id },
@@ -155,7 +175,7 @@ export function createAppointmentsService(d: {
         insert: async (key, hash) => {
           mustBeFuture(input.startsAt);
           await mayRemind(input.channel, input.contact);
-          const row = await repo.insert({
+          return inserts.submit({
             id: randomUUID(),
             customerId: input.customerId,
             contact: input.contact,
@@ -165,8 +185,6 @@ export function createAppointmentsService(d: {
             idempotencyKey: key,
             requestHash: hash,
           });
-          if (!row) throw new Error('appointment insert returned no row');
-          return row;
         },
         // A repeat may follow a first request whose schedule missed Redis: scheduling again (only if absent) is harmless.
         onReplay: async (a) => {
