@@ -157,8 +157,10 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     const old = pool[i] as ChildService;
     await old.kill('SIGKILL');
     finished.push(`--- worker (killed)\n${old.output()}`);
-    // Started again in the background, as an orchestrator would (again if
-    // that start fails): the run goes on with the other worker meanwhile.
+    // Started again in the background, as an orchestrator would (again, after
+    // a pause, if that start fails: a start during a database outage ends at
+    // once, and three at once all fell inside one, appointments soak seed
+    // 359111128): the run goes on with the other worker meanwhile.
     restarting = (async () => {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -166,7 +168,8 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
           return;
         } catch (err) {
           finished.push(`--- worker (failed start ${attempt})\n${String(err)}`);
-          if (attempt >= 3) throw err;
+          if (attempt >= 5) throw err;
+          await sleep(attempt * 1_000);
         }
       }
     })();
