@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppointmentsRepository } from '../../src/modules/appointments/appointments.repository.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
+import { gate } from '../helpers/queues.js';
 
 let tdb: TestDb;
 beforeAll(async () => {
@@ -98,5 +99,46 @@ describe('the reminded mark', () => {
     // Cancelled: no candidate, marked or not.
     expect(await repo.cancel(id)).not.toBeNull();
     expect(await candidates()).not.toContain(id);
+  });
+
+  it("leaves a slot's live reminder unlocked when its job comes again: a batch never waits on a row a delivery holds (review of 59e9d54: a deadlock)", async () => {
+    const repo = createAppointmentsRepository(tdb.db);
+    const s = new Date(Math.floor(Date.now() / 1_000) * 1_000 + HOUR);
+    const ids = [randomUUID(), randomUUID()];
+    for (const id of ids) {
+      await repo.insert({
+        id,
+        customerId: 'm2',
+        contact: 'm2@example.com',
+        channel: 'EMAIL',
+        startsAt: s,
+        remindBeforeSeconds: 7_200,
+        idempotencyKey: null,
+        requestHash: null,
+      });
+    }
+    const slots = ids.map((appointmentId) => ({ appointmentId, startsAtMs: s.getTime() }));
+    const written = await repo.writeReminders(slots);
+    expect(written.size).toBe(2);
+    // A delivery's claim holds one of the two reminders while both jobs come again.
+    const held = [...written.values()][0]!.id;
+    const locked = gate();
+    const release = gate();
+    const holder = tdb.db.$transaction(async (tx) => {
+      await tx.$queryRawUnsafe('SELECT id FROM notifications WHERE id = $1::uuid FOR UPDATE', held);
+      locked.open();
+      await release.promise;
+    });
+    await locked.promise;
+    try {
+      const again = repo.writeReminders(slots);
+      // Answered while the row is still held (before: it waited for it, locking the appointments meanwhile).
+      expect(await Promise.race([again, new Promise((r) => setTimeout(() => r('waited'), 5_000))])).toEqual(new Map());
+    } finally {
+      release.open();
+      await holder;
+    }
+    const marks = await tdb.db.$queryRawUnsafe<{ m: boolean }[]>('SELECT reminded AS m FROM appointments WHERE id = ANY($1::uuid[])', ids);
+    expect(marks.map((x) => x.m)).toEqual([true, true]);
   });
 });

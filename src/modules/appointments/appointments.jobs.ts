@@ -3,12 +3,10 @@
 // (appointments.service.ts remindMany). Idempotent: a second delivery writes
 // nothing. (The periodic reconciliation pass is in appointments.reconcile.ts.)
 import { z } from 'zod';
-import { isDatabaseUnavailable } from '../../core/db-errors.js';
-import { type Settled, settleEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { ReminderSlot } from './appointments.repository.js';
-import { REMIND_JOB, type AppointmentsService, type RemindResult } from './appointments.service.js';
+import { REMIND_JOB, type AppointmentsService } from './appointments.service.js';
 
 // Redis fired the job by its clock; the database's may be behind: come back when
 // the database says the remind time comes, but never in a tighter loop than this.
@@ -19,20 +17,6 @@ export const REMIND_BATCH_MAX = 500;
 const remindPayload = z.object({ appointmentId: z.uuid(), startsAt: z.int() });
 
 export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {
-  /**
-   * The batch's slots in one call; if that call fails as a whole for another
-   * reason than the database being away, slot by slot, so a slot the
-   * statement cannot take fails alone.
-   */
-  async function remind(slots: readonly ReminderSlot[]): Promise<Settled<RemindResult>[]> {
-    try {
-      return (await service.remindMany(slots)).map((value) => ({ ok: true, value }));
-    } catch (err) {
-      if (slots.length === 1 || isDatabaseUnavailable(err)) throw err;
-      return settleEach(slots, (s) => service.remind(s.appointmentId, s.startsAtMs));
-    }
-  }
-
   return {
     [REMIND_JOB]: {
       maxBatch: REMIND_BATCH_MAX,
@@ -42,7 +26,7 @@ export function appointmentsJobHandlers(service: AppointmentsService, log: Logge
           return p.success ? { appointmentId: p.data.appointmentId.toLowerCase(), startsAtMs: p.data.startsAt } : null;
         });
         const valid = slots.filter((s): s is ReminderSlot => s !== null);
-        const outcomes = await remind(valid);
+        const outcomes = await service.remindMany(valid);
         const of = new Map(valid.map((s, i) => [s, outcomes[i]!]));
         return jobs.map((job, i): BatchOutcome => {
           const slot = slots[i];

@@ -36,7 +36,13 @@ export function createAppointmentsReconcile(d: {
       (after: Unreminded | null) => d.repo.listUnreminded({ graceSeconds: d.graceSeconds, afterStartSeconds: d.afterStartSeconds, horizonMs }, after, PAGE),
       async (page) => {
         const overdue = page.filter((x) => x.overdue).map((a) => ({ appointmentId: a.id, startsAtMs: a.startsAt.getTime() }));
-        if (overdue.length > 0) written += (await d.service.remindMany(overdue)).filter((r) => r.kind === 'written').length;
+        if (overdue.length > 0) {
+          (await d.service.remindMany(overdue)).forEach((r, i) => {
+            if (r.ok && r.value.kind === 'written') written++;
+            if (!r.ok)
+              d.log.error({ err: r.error, appointmentId: overdue[i]!.appointmentId }, 'appointments reconciliation could not write an overdue reminder');
+          });
+        }
         const upcoming = page.filter((x) => !x.overdue);
         if (upcoming.length === 0) return;
         await d.queue.scheduleMany(

@@ -81,10 +81,10 @@ export type NewAppointment = {
   requestHash: string | null;
 };
 
-/** The reminder of the slot `a` holds (a row locked by the writing statement). */
-const REMINDER = outboxInsertSql({
+/** The reminder of the slot `a` holds (a row of `w`, locked by the writing statement). */
+const REMINDER_FROM_W = outboxInsertSql({
   kind: 'APPOINTMENT_REMINDER',
-  from: 'a',
+  from: 'w a',
   dedupeKey: dedupeKeySql.appointmentReminder('a.id', 'a.starts_at'),
   subject: { column: 'appointment_id', value: 'a.id' },
   channel: 'a.channel',
@@ -160,8 +160,20 @@ export function createAppointmentsRepository(db: Db) {
        ), marked AS (
          -- Whatever the insert below finds, the slot has a live reminder after this statement.
          UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
+       ), w AS (
+         -- A slot whose reminder is live already (a redelivered job) gets
+         -- nothing inserted: ON CONFLICT would lock that row too, even to
+         -- change nothing, while this statement goes on locking the next
+         -- appointments, and the deliveries' claims and SENT marks lock
+         -- several such rows in their own order (a deadlock, review of
+         -- 59e9d54). Live stays live: only a move withdraws a slot's reminder,
+         -- and a move waits for the appointment's lock taken above.
+         SELECT * FROM a WHERE NOT EXISTS (
+           SELECT 1 FROM notifications n
+            WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')}
+              AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)
        )
-       ${REMINDER}
+       ${REMINDER_FROM_W}
        ON CONFLICT (dedupe_key) DO UPDATE
           SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
                              WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",

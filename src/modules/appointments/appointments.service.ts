@@ -3,7 +3,8 @@
 // commit, best effort, and the reconciliation pass repairs what it missed.
 import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { createGatherer } from '../../core/gather.js';
+import { type Settled, createGatherer, settleEach } from '../../core/gather.js';
+import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
@@ -16,6 +17,8 @@ import type { BookAppointmentInput, RescheduleAppointmentInput } from './appoint
 export const REMIND_JOB = 'appointment.remind';
 /** Bookings sharing one INSERT and one schedule call at most. */
 const GATHER_MAX = 100;
+/** Reminders written one by one at once at most, when their shared statement failed. */
+const EACH_AT_ONCE = 10;
 export const remindJobId = (appointmentId: string) => `appointment:${appointmentId}:remind`;
 
 /**
@@ -115,14 +118,41 @@ export function createAppointmentsService(d: {
   }
 
   /**
+   * The write of remindMany: one statement for all the slots; if it fails
+   * for another reason than the database being away (a deadlock, a slot the
+   * statement cannot take), slot by slot, a few at a time, so one slot's
+   * failure stays its own: what was written, and the error of each slot
+   * whose own write failed.
+   */
+  async function writeAll(slots: readonly ReminderSlot[]) {
+    try {
+      return { written: await repo.writeReminders(slots), failed: new Map<string, unknown>() };
+    } catch (err) {
+      if (slots.length === 1 || isDatabaseUnavailable(err)) throw err;
+      const written = new Map<string, { id: string; fresh: boolean }>();
+      const failed = new Map<string, unknown>();
+      for (let i = 0; i < slots.length; i += EACH_AT_ONCE) {
+        const chunk = slots.slice(i, i + EACH_AT_ONCE);
+        (await settleEach(chunk, (slot) => repo.writeReminders([slot]))).forEach((r, j) => {
+          if (r.ok) for (const [key, w] of r.value) written.set(key, w);
+          else failed.set(slotKey(chunk[j]!), r.error);
+        });
+      }
+      return { written, failed };
+    }
+  }
+
+  /**
    * The reminder jobs of many slots (a batch of them, the pass's overdue
    * page): one statement writes the reminder of every slot still held and
    * due, whose deliveries are then handed over together; the slots it wrote
    * nothing for are looked at in one more statement. An outcome per slot, in
-   * order.
+   * order (a slot whose write failed on its own: its error). It throws when
+   * the deliveries could not be handed over: the jobs run again and find
+   * their reminders written, to be handed over then.
    */
-  async function remindMany(slots: readonly ReminderSlot[]): Promise<RemindResult[]> {
-    const written = await repo.writeReminders(slots);
+  async function remindMany(slots: readonly ReminderSlot[]): Promise<Settled<RemindResult>[]> {
+    const { written, failed } = await writeAll(slots);
     // Fresh: a reminder taken back from CANCELLED may still have the job of
     // its earlier delivery (dead, or waiting out a backoff); a refused one
     // (FAILED) needs a job to reach the dead set. One still SENDING keeps
@@ -134,10 +164,11 @@ export function createAppointmentsService(d: {
       { fresh: true },
     );
     await d.dispatch(ws.filter((w) => !w.fresh).map((w) => w.id));
-    const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s))));
+    const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s)) && !failed.has(slotKey(s))));
     const redispatch: string[] = [];
     const moved: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>[] = [];
-    const results = slots.map((slot): RemindResult => {
+    const results = slots.map((slot): Settled<RemindResult> | RemindResult => {
+      if (failed.has(slotKey(slot))) return { ok: false, error: failed.get(slotKey(slot)) };
       if (written.has(slotKey(slot))) return { kind: 'written' };
       const { reminder, appointment: a } = states.get(slotKey(slot)) ?? { reminder: null, appointment: null };
       // A withdrawn reminder does not count: its slot is not held now (or the
@@ -163,7 +194,7 @@ export function createAppointmentsService(d: {
     });
     await d.dispatch(redispatch, { fresh: true });
     await Promise.all(moved.map((a) => scheduleReminder(a)));
-    return results;
+    return results.map((r) => ('ok' in r ? r : { ok: true, value: r }));
   }
 
   return {
@@ -222,7 +253,11 @@ export function createAppointmentsService(d: {
     reminders: (id: string) => repo.listReminders(id),
 
     /** The reminder job of one slot (remindMany of one). */
-    remind: async (appointmentId: string, startsAtMs: number): Promise<RemindResult> => (await remindMany([{ appointmentId, startsAtMs }]))[0]!,
+    async remind(appointmentId: string, startsAtMs: number): Promise<RemindResult> {
+      const [r] = await remindMany([{ appointmentId, startsAtMs }]);
+      if (!r!.ok) throw r!.error;
+      return r!.value;
+    },
 
     remindMany,
   };

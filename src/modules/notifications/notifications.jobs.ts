@@ -95,11 +95,15 @@ export function notificationsJobHandlers(deps: {
       // is renewed first when what is left of it is short of the call's
       // timeout plus half of the rest of a lease for the claim (the config
       // keeps the call's timeout under half a lease, so a fresh claim's lease
-      // needs no renewal: a Redis call saved per delivery). Never between the
-      // claim and the call: the claim is the last look at the row (a cancel
-      // committed during a slow renewal must stop the call). A lease already
-      // lost: someone else has the job.
-      if (ctx.leaseLeftMs() < (ctx.leaseMs + deps.callTimeoutMs) / 2 && !(await ctx.extendLease())) return;
+      // needs no renewal: a Redis call saved per delivery), and on the last
+      // attempt, whose failure ends the row FAILED: the renewal is what finds
+      // this delivery replaced by a fresh one (a reminder taken back while
+      // this job waited), whose own attempts must decide (review of 8d4cf4d).
+      // Never between the claim and the call: the claim is the last look at
+      // the row (a cancel committed during a slow renewal must stop the
+      // call). A lease already lost: someone else has the job.
+      const short = ctx.leaseLeftMs() < (ctx.leaseMs + deps.callTimeoutMs) / 2;
+      if ((short || job.lastAttempt) && !(await ctx.extendLease())) return;
       // A FAILED row is called again only after an operator's redrive,
       // recorded in PostgreSQL (requestRedrive). Any other delivery that finds
       // it FAILED is the one that failed it come back (Redis hung or lost its

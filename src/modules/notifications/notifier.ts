@@ -50,8 +50,7 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
   // node:http with a keep-alive pool of its own rather than fetch: fetch's
   // web streams and signals were a sixth of the service's CPU in the
   // reminder drain (bench:e2e), one call costing what the rest of a delivery does.
-  const agent = url.protocol === 'https:' ? new https.Agent(KEEP_ALIVE) : new http.Agent(KEEP_ALIVE);
-  const request = url.protocol === 'https:' ? https.request : http.request;
+  const agents = { http: new http.Agent(KEEP_ALIVE), https: new https.Agent(KEEP_ALIVE) };
   return {
     name: 'webhook',
     async send(n, signal) {
@@ -59,37 +58,87 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
       const headers = {
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(body)),
+        'user-agent': USER_AGENT,
         'idempotency-key': n.id,
         ...(keys.length > 0 && signWebhook(keys, n.id, body)),
       };
-      const status = await post(request, url, { method: 'POST', headers, agent }, body, timeoutMs, signal);
-      if (status >= 200 && status < 300) return;
-      // The receiver says the request itself is wrong: sending it again cannot help.
-      if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
-        throw new NonRetryableError(`webhook refused the notification: HTTP ${status}`);
+      // The timeout is the whole call's, redirects included.
+      const deadline = performance.now() + timeoutMs;
+      let target = url;
+      for (let hop = 0; ; hop++) {
+        const left = Math.max(1, Math.ceil(deadline - performance.now()));
+        const secure = target.protocol === 'https:';
+        const answer = await post(
+          secure ? https.request : http.request,
+          target,
+          { method: 'POST', headers, agent: secure ? agents.https : agents.http },
+          body,
+          { ms: left, message: `webhook did not answer within ${timeoutMs} ms`, bodyMs: timeoutMs },
+          signal,
+        );
+        const { status, location } = answer;
+        if (status >= 200 && status < 300) return;
+        // A 307 or 308 is followed with the same body (as fetch did: an
+        // endpoint moved to https, or a trailing slash added); another
+        // redirect would turn the POST into a GET, which delivers nothing.
+        if (status >= 300 && status < 400) {
+          const next = location ? redirectTarget(target, location) : null;
+          if ((status === 307 || status === 308) && next && hop < MAX_REDIRECTS) {
+            target = next;
+            continue;
+          }
+          throw new NonRetryableError(
+            `webhook answered HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 to http(s) are followed; set the endpoint's URL`,
+          );
+        }
+        // The receiver says the request itself is wrong: sending it again cannot help.
+        if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
+          throw new NonRetryableError(`webhook refused the notification: HTTP ${status}`);
+        }
+        throw new Error(`webhook failed: HTTP ${status}`);
       }
-      throw new Error(`webhook failed: HTTP ${status}`);
     },
   };
 }
 
+const USER_AGENT = 'order-timeout-service';
+const MAX_REDIRECTS = 3;
+
+/** Where a redirect's Location points from `from`, if an http(s) URL. */
+function redirectTarget(from: URL, location: string): URL | null {
+  try {
+    const to = new URL(location, from);
+    return to.protocol === 'http:' || to.protocol === 'https:' ? to : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * POSTs `body` and answers the status, once the receiver's headers come
- * within `timeoutMs` (else it fails, the request cut off), or fails as
- * `signal` aborts. The status decides; the body is not waited for: a success
- * whose body comes slowly is still a success (waiting for it under the
- * timeout made a delivered notification look failed, and sent it again). The
- * body is read off in the background, cut off if it takes longer than the
- * timeout too, so its connection goes back to the pool or away.
+ * POSTs `body` and answers the status (and a redirect's Location), once the
+ * receiver's headers come within `timeout.ms` (else it fails with
+ * `timeout.message`, the request cut off), or fails as `signal` aborts. The
+ * status decides; the body is not waited for: a success whose body comes
+ * slowly is still a success (waiting for it under the timeout made a
+ * delivered notification look failed, and sent it again). The body is read
+ * off in the background, cut off after `timeout.bodyMs`, so its connection
+ * goes back to the pool or away.
  */
-function post(request: typeof http.request, url: URL, options: http.RequestOptions, body: string, timeoutMs: number, signal: AbortSignal): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+function post(
+  request: typeof http.request,
+  url: URL,
+  options: http.RequestOptions,
+  body: string,
+  timeout: { ms: number; message: string; bodyMs: number },
+  signal: AbortSignal,
+): Promise<{ status: number; location: string | undefined }> {
+  return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
       return;
     }
     const req = request(url, options);
-    const timer = setTimeout(() => req.destroy(new Error(`webhook did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(() => req.destroy(new Error(timeout.message)), timeout.ms);
     const onAbort = () => req.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });
     const settle = () => {
@@ -102,8 +151,8 @@ function post(request: typeof http.request, url: URL, options: http.RequestOptio
     });
     req.on('response', (res) => {
       settle();
-      resolve(res.statusCode ?? 0);
-      const cut = setTimeout(() => res.destroy(), timeoutMs);
+      resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+      const cut = setTimeout(() => res.destroy(), timeout.bodyMs);
       res.on('error', () => {}); // a body cut off or broken: the answer is given already
       res.on('close', () => clearTimeout(cut));
       res.resume();

@@ -407,8 +407,10 @@ export function createWorker(o: WorkerOptions): Worker {
     const { job } = c;
     const asked = localNow();
     const until = await runExtend(redis, queue.keys[job.shard] as ShardKeys, job.id, job.token, ms);
-    if (until === null) emit({ kind: 'stale', queue: queue.name, id: job.id, op: 'extend' });
-    else c.leaseUntil = asked + ms;
+    if (until === null) {
+      emit({ kind: 'stale', queue: queue.name, id: job.id, op: 'extend' });
+      c.leaseUntil = Math.min(c.leaseUntil, localNow()); // lost: nothing left
+    } else c.leaseUntil = asked + ms;
     return until !== null;
   }
 
