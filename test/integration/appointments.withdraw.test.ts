@@ -91,8 +91,10 @@ describe('taking a reminder back while the delivery side ends it', () => {
     const first = await repo.writeReminder(a.id, a.startsAtMs);
     expect(first).toMatchObject({ fresh: true });
     const id = first!.id;
-    // Withdrawn during a call that never recorded its outcome (its worker died).
+    // Withdrawn during a call that never recorded its outcome (its worker died),
+    // by a move away and back, which left the appointment unmarked.
     await tdb.db.$executeRawUnsafe(`UPDATE notifications SET status = 'SENDING', sending_at = now(), withdrawn_at = now() WHERE id = $1::uuid`, id);
+    await tdb.db.$executeRawUnsafe(`UPDATE appointments SET updated_at = now() WHERE id = $1::uuid`, a.id);
     const release = gate();
     const locked = gate();
     const holder = tdb.db.$transaction(async (tx) => {

@@ -150,7 +150,7 @@ export function createAppointmentsRepository(db: Db) {
     if (slots.length === 0) return new Map();
     const rows = await db.$queryRawUnsafe<{ key: string; id: string; fresh: boolean }[]>(
       `WITH a AS (
-         SELECT id, customer_id, contact, channel, starts_at FROM appointments
+         SELECT id, customer_id, contact, channel, starts_at, reminded FROM appointments
           WHERE id = ANY($1::uuid[])
             -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
             AND (id, floor(extract(epoch FROM starts_at) * 1000)::bigint) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
@@ -161,17 +161,17 @@ export function createAppointmentsRepository(db: Db) {
          -- Whatever the insert below finds, the slot has a live reminder after this statement.
          UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
        ), w AS (
-         -- A slot whose reminder is live already (a redelivered job) gets
-         -- nothing inserted: ON CONFLICT would lock that row too, even to
-         -- change nothing, while this statement goes on locking the next
-         -- appointments, and the deliveries' claims and SENT marks lock
-         -- several such rows in their own order (a deadlock, review of
-         -- 59e9d54). Live stays live: only a move withdraws a slot's reminder,
-         -- and a move waits for the appointment's lock taken above.
-         SELECT * FROM a WHERE NOT EXISTS (
-           SELECT 1 FROM notifications n
-            WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')}
-              AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)
+         -- A slot marked reminded (as its locked row is now: a writer that
+         -- came first committed its mark with its reminder, and any change of
+         -- the booking since would have cleared it) has its live reminder:
+         -- nothing is inserted for it. ON CONFLICT would lock that reminder
+         -- too, even to change nothing, while this statement goes on locking
+         -- the next appointments, and the deliveries' claims and SENT marks
+         -- lock several such rows in their own order (a deadlock, review of
+         -- 59e9d54). Not a look at the reminders themselves: this statement's
+         -- snapshot may predate a move away and back that withdrew the
+         -- reminder it would see live (review of 0995e3c).
+         SELECT * FROM a WHERE NOT a.reminded
        )
        ${REMINDER_FROM_W}
        ON CONFLICT (dedupe_key) DO UPDATE

@@ -66,7 +66,9 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
       const deadline = performance.now() + timeoutMs;
       let target = url;
       for (let hop = 0; ; hop++) {
-        const left = Math.max(1, Math.ceil(deadline - performance.now()));
+        const left = Math.ceil(deadline - performance.now());
+        // Too little left for an answer: not sent (a call cut off at once has an unknown outcome).
+        if (left < MIN_CALL_MS) throw new Error(`webhook did not answer within ${timeoutMs} ms`);
         const secure = target.protocol === 'https:';
         const answer = await post(
           secure ? https.request : http.request,
@@ -88,7 +90,7 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
             continue;
           }
           throw new NonRetryableError(
-            `webhook answered HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 to http(s) are followed; set the endpoint's URL`,
+            `webhook answered HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 to http(s), never from https to http, are followed; set the endpoint's URL`,
           );
         }
         // The receiver says the request itself is wrong: sending it again cannot help.
@@ -104,10 +106,14 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
 const USER_AGENT = 'order-timeout-service';
 const MAX_REDIRECTS = 3;
 
-/** Where a redirect's Location points from `from`, if an http(s) URL. */
+/** Least time left worth a call's next hop (ms). */
+const MIN_CALL_MS = 50;
+
+/** Where a redirect's Location points from `from`, if an http(s) URL and not from https down to http (the body is a contact's). */
 function redirectTarget(from: URL, location: string): URL | null {
   try {
     const to = new URL(location, from);
+    if (from.protocol === 'https:' && to.protocol !== 'https:') return null;
     return to.protocol === 'http:' || to.protocol === 'https:' ? to : null;
   } catch {
     return null;
