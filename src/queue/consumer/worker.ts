@@ -1,6 +1,7 @@
 // The consumer side of one delay queue: claims due jobs from every shard in
 // batches, runs them on a bounded pool, acks in bulk, retries failures with
 // backoff, dead-letters what cannot succeed, and stops gracefully.
+import { setMaxListeners } from 'node:events';
 import { type AckBatcher, createAckBatcher } from './ack-batcher.js';
 import { adaptivePrefetch, fixedPrefetch } from './prefetch-budget.js';
 import { NonRetryableError, QueueErrorCode, QueueInputError } from '../errors.js';
@@ -120,6 +121,8 @@ export function createWorker(o: WorkerOptions): Worker {
 
   const clock = createServerClock();
   const shutdown = new AbortController();
+  // Every running handler may listen to it (a webhook call each): no listener limit.
+  setMaxListeners(0, shutdown.signal);
   const buffer: Claimed[] = [];
   /** Handler calls in progress, and the jobs they hold (a batch holds many). */
   const running = new Set<Promise<void>>();
