@@ -2,7 +2,8 @@
 // (key prefix, shards, payload limit) taken from the config.
 import type { RedisClient } from './redis.js';
 import type { Config } from '../config.js';
-import { createQueue, type JobTypeOptions, type Queue } from '../queue/index.js';
+import { createQueue, type JobTypeOptions, type Queue, type ScheduleInput } from '../queue/index.js';
+import { type Gatherer, createGatherer } from './gather.js';
 
 /**
  * Retries of a domain job whose work is a database statement: a database
@@ -23,4 +24,9 @@ export function createModuleQueue(redis: RedisClient, config: QueueConfig, name:
     deadRetention: { maxAgeMs: config.QUEUE_DEAD_RETENTION_DAYS * 24 * 3_600_000, maxCount: config.QUEUE_DEAD_MAX_PER_SHARD },
     types,
   });
+}
+
+/** Schedules submitted in one event-loop turn go to Redis in one scheduleMany call (at most `maxBatch` a call). */
+export function gatherSchedules(queue: Queue, maxBatch: number): Gatherer<ScheduleInput, unknown> {
+  return createGatherer<ScheduleInput, unknown>(async (jobs) => (await queue.scheduleMany(jobs)).map((value) => ({ ok: true, value })), maxBatch);
 }

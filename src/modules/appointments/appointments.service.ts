@@ -3,7 +3,8 @@
 // commit, best effort, and the reconciliation pass repairs what it missed.
 import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { type Settled, createGatherer, settleEach } from '../../core/gather.js';
+import { type Settled, settleEach } from '../../core/gather.js';
+import { gatherSchedules } from '../../core/module-queue.js';
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
@@ -69,10 +70,7 @@ export function createAppointmentsService(d: {
   const { repo, queue, log } = d;
   // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
   const inserts = gatherCreates((rows: readonly NewAppointment[]) => repo.insertMany(rows), GATHER_MAX);
-  const bookingSchedules = createGatherer<ScheduleInput, unknown>(
-    async (jobs) => (await queue.scheduleMany(jobs)).map((value) => ({ ok: true, value })),
-    GATHER_MAX,
-  );
+  const bookingSchedules = gatherSchedules(queue, GATHER_MAX);
 
   /**
    * A booking or a move sets up a reminder to this contact: refused (429,

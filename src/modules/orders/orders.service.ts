@@ -3,12 +3,13 @@
 // the commit, best effort, and the reconciliation pass repairs what it missed.
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
-import { type Gatherer, createGatherer } from '../../core/gather.js';
+import type { Gatherer } from '../../core/gather.js';
+import { gatherSchedules } from '../../core/module-queue.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
-import type { Queue, ScheduleInput } from '../../queue/index.js';
+import type { Queue } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
 import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
 
@@ -34,10 +35,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
   const { repo, queue, log } = d;
 
   const inserts = gatherInserts(repo);
-  const expirySchedules = createGatherer<ScheduleInput, unknown>(
-    async (jobs) => (await queue.scheduleMany(jobs)).map((value) => ({ ok: true, value })),
-    GATHER_MAX,
-  );
+  const expirySchedules = gatherSchedules(queue, GATHER_MAX);
 
   async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt'>): Promise<void> {
     await afterCommit(

@@ -69,6 +69,8 @@ export type WorkerOptions = {
  * renewal that held, was asked).
  */
 type Claimed = { readonly job: Job; readonly claimedAt: number; leaseUntil: number };
+/** How long a claimed job's lease is surely held still (ms; 0 or less: lost, or about to be). */
+const leaseLeft = (c: Claimed): number => c.leaseUntil - localNow();
 /** A batch job type's waiting jobs and its calls running now. */
 type BatchLane = { readonly handler: JobBatchHandler; readonly max: number; readonly limit: number; waiting: Claimed[]; running: number };
 
@@ -277,7 +279,7 @@ export function createWorker(o: WorkerOptions): Worker {
     const { job } = c;
     // A job that waited in the buffer for much of its lease renews it first,
     // so a slow pool never lets the lease run out before the handler starts.
-    if (c.leaseUntil - localNow() < leaseMs / 2 && !(await extend(c, leaseMs))) return false;
+    if (leaseLeft(c) < leaseMs / 2 && !(await extend(c, leaseMs))) return false;
     const started = localNow();
     emit({ kind: 'started', job, latenessMs: clock.now() - job.dueAt });
     const ctx = contextOf(c);
@@ -298,7 +300,7 @@ export function createWorker(o: WorkerOptions): Worker {
     return {
       signal: shutdown.signal,
       extendLease: async (ms) => extend(c, checkLease(ms ?? leaseMs)),
-      leaseLeftMs: () => c.leaseUntil - localNow(),
+      leaseLeftMs: () => leaseLeft(c),
       leaseMs,
       now: clock.now,
     };
@@ -323,7 +325,7 @@ export function createWorker(o: WorkerOptions): Worker {
    */
   async function runBatch(type: string, handler: JobBatchHandler, claimed: readonly Claimed[]): Promise<number> {
     // A renewal that fails (a Redis hiccup) drops only its own job: it returns after its lease.
-    const held = await Promise.all(claimed.map(async (c) => (c.leaseUntil - localNow() < leaseMs / 2 ? extend(c, leaseMs).catch(() => false) : true)));
+    const held = await Promise.all(claimed.map(async (c) => (leaseLeft(c) < leaseMs / 2 ? extend(c, leaseMs).catch(() => false) : true)));
     const jobs: Job[] = [];
     const leases = new Map<Job, Claimed>();
     const failures: Promise<void>[] = [];
