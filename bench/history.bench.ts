@@ -8,12 +8,24 @@
 // orders pass (cancelOverdue, listUnpaid), the notifications relay's page
 // (listUnsettled), the daily report of a day a month back; and last the
 // retention pass (RETENTION_DAYS=30) deleting the older part in batches of
-// 1 000. Issue 15's targets: each pass <= 50 ms and the daily report <= 10 s
-// with 10 000 000 orders, 5 000 000 appointments, 20 000 000 notifications.
+// 1 000. BENCH_HISTORY_NOTIFICATIONS tops the notifications up to that many
+// with parcel batches' SENT notices over the same year (a batch row each, no
+// parcels). The API with the history: the service as `npm start` runs it
+// (API, workers and their passes in one process) on the loaded database,
+// against the same service on an empty one first: POST /orders, GET
+// /orders/:id, POST /appointments and GET /notifications?orderId=, each at
+// 50 connections. Issue 15's targets: each pass <= 50 ms, API p99 within 20 %
+// of the empty database's and the daily report <= 10 s with 10 000 000
+// orders, 5 000 000 appointments, 20 000 000 notifications.
 //
-// Run: `npm run bench:history` (PostgreSQL at BENCH_PG_URL, trust auth).
-// Knobs: BENCH_HISTORY_APPOINTMENTS=1000000, BENCH_HISTORY_ORDERS=2000000, BENCH_HISTORY_AHEAD=14000, BENCH_HISTORY_RUNS=20,
-// BENCH_HISTORY_PURGE_BATCHES=20, BENCH_WRITE=0, BENCH_HISTORY_KEEP=1 (keep the database).
+// Run: `npm run bench:history` (PostgreSQL at BENCH_PG_URL, trust auth; Redis
+// at REDIS_URL for the API part, its own key prefix, deleted afterwards).
+// Knobs: BENCH_HISTORY_APPOINTMENTS=1000000, BENCH_HISTORY_ORDERS=2000000, BENCH_HISTORY_NOTIFICATIONS=0 (no top-up),
+// BENCH_HISTORY_AHEAD=14000, BENCH_HISTORY_RUNS=20, BENCH_HISTORY_PURGE_BATCHES=20, BENCH_HISTORY_API_S=8 (seconds
+// per API scenario; 0 skips the API part), BENCH_WRITE=0, BENCH_HISTORY_KEEP=1 (keep the loaded database),
+// BENCH_HISTORY_DB=<name> (measure a database kept by an earlier run instead of loading one; the sizes are read from it).
+// The issue's sizes: BENCH_HISTORY_ORDERS=10000000 BENCH_HISTORY_APPOINTMENTS=5000000 BENCH_HISTORY_NOTIFICATIONS=20000000
+// (about 40 minutes of loading here).
 // Prints JSON on stdout; writes a section into BENCHMARKS.md unless BENCH_WRITE=0.
 import { randomBytes } from 'node:crypto';
 import { createDb } from '../src/core/db.js';
@@ -26,23 +38,39 @@ import { createNotificationsRepository } from '../src/modules/notifications/noti
 import { createOrdersRepository } from '../src/modules/orders/orders.repository.js';
 import { createReportsRepository, reportLookbackDays } from '../src/modules/reports/reports.repository.js';
 import {
+  type AcRequest,
+  autocannon,
   DEFAULT_PG_ADMIN_URL,
+  DEFAULT_REDIS_URL,
+  deletePrefixKeys,
   fmt,
+  freePort,
   machineInfo,
   machineLines,
   makeLog,
   num,
   postgresVersion,
   round,
+  type Scenario,
+  sleep,
+  startService,
+  stopService,
+  summarise,
   withDatabase,
   writeMarkedSection,
 } from './http-harness.js';
+import { Redis } from 'ioredis';
 import { percentiles, timed } from './bench-util.js';
 import { pgQuery } from './pg-util.js';
 
 const cfg = {
   appointments: Math.floor(num('BENCH_HISTORY_APPOINTMENTS', 1_000_000)),
   orders: Math.floor(num('BENCH_HISTORY_ORDERS', 2_000_000)),
+  /** Notifications in all: those of the appointments and orders, topped up with parcel batches' notices. */
+  notifications: Math.floor(num('BENCH_HISTORY_NOTIFICATIONS', 0)),
+  apiSeconds: num('BENCH_HISTORY_API_S', 8),
+  /** A database kept by an earlier run (BENCH_HISTORY_KEEP=1), measured without loading. */
+  reuse: process.env.BENCH_HISTORY_DB,
   purgeBatches: Math.max(1, Math.floor(num('BENCH_HISTORY_PURGE_BATCHES', 20))),
   runs: Math.max(1, Math.floor(num('BENCH_HISTORY_RUNS', 20))),
   /** Booked appointments ahead (the next 23 h), every one inside its 24 h lead; all but 50 reminded already. */
@@ -51,10 +79,15 @@ const cfg = {
   /** Keep the loaded database (its name is logged) to look at plans afterwards. */
   keep: process.env.BENCH_HISTORY_KEEP === '1',
   pgAdminUrl: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL,
+  redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
 };
+const API_CONNECTIONS = 50;
+/** API p99 with the history against the empty database's: within 20 %. */
+const API_RATIO_TARGET = 1.2;
 const TARGET_MS = 50;
 const log = makeLog('bench:history');
-const dbName = `ots_bench_history_${randomBytes(4).toString('hex')}`;
+const runTag = randomBytes(4).toString('hex');
+const dbName = cfg.reuse ?? `ots_bench_history_${runTag}`;
 const dbUrl = withDatabase(cfg.pgAdminUrl, dbName);
 
 /** Writes a SENT reminder, keyed as the service keys it, for each appointment `from` names (as `a`). */
@@ -115,18 +148,139 @@ async function load(upcoming: number): Promise<void> {
             o.cancelled_at, o.cancelled_at, o.cancelled_at + interval '50 milliseconds'
        FROM orders o WHERE o.status = 'CANCELLED'`,
   );
-  for (const t of ['appointments', 'notifications', 'orders', 'order_items']) await pgQuery(dbUrl, `VACUUM ANALYZE ${t}`);
+  // Parcel batches over the same year, each with its SENT notice, up to the notifications asked for.
+  const have = (await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM notifications'))[0]?.n ?? 0;
+  const batches = Math.max(0, cfg.notifications - have);
+  if (batches > 0) {
+    await pgQuery(dbUrl, `INSERT INTO areas (code, vehicle_plate, sorter_contact) VALUES ('hist', 'HIST-1', 'sorter@example.com')`);
+    await pgQuery(
+      dbUrl,
+      `INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
+       SELECT gen_random_uuid(), 'hist', 'HIST-1', (CASE WHEN g % 4 = 0 THEN 'TIMEOUT' ELSE 'FULL' END)::"BatchReason", 10,
+              now() - interval '1 hour' - (g::double precision / $1) * interval '365 days'
+         FROM generate_series(1, $1) g`,
+      [batches],
+    );
+    await pgQuery(
+      dbUrl,
+      `INSERT INTO notifications (id, kind, dedupe_key, batch_id, payload, status, attempts, created_at, sending_at, sent_at)
+       SELECT gen_random_uuid(), 'BATCH_DISPATCHED', ${dedupeKeySql.batchDispatched('b.id::text')}, b.id, '{}', 'SENT', 1,
+              b.created_at, b.created_at, b.created_at + interval '50 milliseconds'
+         FROM batches b`,
+    );
+  }
+  for (const t of ['appointments', 'notifications', 'orders', 'order_items', 'batches']) await pgQuery(dbUrl, `VACUUM ANALYZE ${t}`);
 }
+
+/** What the loaded (or reused) database holds. */
+async function sizes(): Promise<Record<'orders' | 'appointments' | 'notifications' | 'batches', number>> {
+  const [r] = await pgQuery<{ orders: number; appointments: number; notifications: number; batches: number }>(
+    dbUrl,
+    `SELECT (SELECT count(*) FROM orders)::int AS orders, (SELECT count(*) FROM appointments)::int AS appointments,
+            (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM batches)::int AS batches`,
+  );
+  return r!;
+}
+
+type ApiFigure = Pick<Scenario, 'name' | 'requests' | 'requestsPerSecOverall' | 'latencyMs' | 'non2xx' | 'errors'>;
+
+/**
+ * The API's figures on `databaseUrl`: the service started as `npm start` runs
+ * it (its workers and periodic passes too), a 2 s warm-up, then each scenario
+ * for cfg.apiSeconds at 50 connections. The reads ask for orders the database
+ * holds (the history's, or those the first scenario made).
+ */
+async function apiFigures(databaseUrl: string, label: string): Promise<ApiFigure[]> {
+  const prefix = `bench_history_${runTag}_${label}`;
+  const service = await startService({
+    port: await freePort(),
+    databaseUrl,
+    redisUrl: cfg.redisUrl,
+    env: { LOG_LEVEL: 'warn', QUEUE_PREFIX: prefix, ORDER_PAYMENT_TIMEOUT_SECONDS: '3600' },
+    log,
+  });
+  const redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: 3 });
+  try {
+    const headers = service.headers;
+    const run = async (name: string, request: AcRequest, seconds = cfg.apiSeconds) => {
+      await sleep(500);
+      const r = summarise(
+        name,
+        API_CONNECTIONS,
+        await autocannon({ url: service.baseUrl, connections: API_CONNECTIONS, duration: seconds, requests: [request] }),
+      );
+      log(`${label}: ${name}: ${r.requestsPerSecOverall}/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, non-2xx ${r.non2xx}`);
+      const { requests, requestsPerSecOverall, latencyMs, non2xx, errors } = r;
+      return { name, requests, requestsPerSecOverall, latencyMs, non2xx, errors };
+    };
+    const order: AcRequest = { method: 'POST', path: '/orders', headers, body: ORDER_BODY };
+    await run('warm-up', order, 2);
+    const figures = [await run('POST /orders', order)];
+    const ids = (await pgQuery<{ id: string }>(databaseUrl, 'SELECT id FROM orders ORDER BY random() LIMIT 10000')).map((r) => r.id);
+    let k = 0;
+    const anOrder = () => ids[k++ % ids.length] as string;
+    figures.push(await run('GET /orders/:id', { method: 'GET', path: '/orders', headers, setupRequest: (req) => ({ ...req, path: `/orders/${anOrder()}` }) }));
+    let n = 0;
+    const inTwoDays = Date.now() + 2 * 86_400_000;
+    figures.push(
+      await run('POST /appointments', {
+        method: 'POST',
+        path: '/appointments',
+        headers,
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({
+            customerId: 'api',
+            contact: `api${n}@example.com`,
+            channel: 'email',
+            startsAt: new Date(inTwoDays + n++ * 1_000).toISOString(),
+            remindBeforeSeconds: 3_600,
+          }),
+        }),
+      }),
+    );
+    figures.push(
+      await run('GET /notifications?orderId=', {
+        method: 'GET',
+        path: '/notifications',
+        headers,
+        setupRequest: (req) => ({ ...req, path: `/notifications?orderId=${anOrder()}` }),
+      }),
+    );
+    return figures;
+  } finally {
+    await stopService(service, log);
+    await deletePrefixKeys(redis, prefix);
+    redis.disconnect();
+  }
+}
+
+const ORDER_BODY = JSON.stringify({ customerId: 'api', currency: 'EUR', items: [{ sku: 'SKU-1', quantity: 1, unitPriceCents: 1_000 }] });
 
 async function main(): Promise<void> {
   const date = new Date().toISOString();
-  await pgQuery(cfg.pgAdminUrl, `CREATE DATABASE "${dbName}"`);
+  // The empty database's figures first, on a machine doing nothing else.
+  let apiEmpty: ApiFigure[] = [];
+  if (cfg.apiSeconds > 0) {
+    const empty = `ots_bench_history_${runTag}_empty`;
+    await pgQuery(cfg.pgAdminUrl, `CREATE DATABASE "${empty}"`);
+    try {
+      apiEmpty = await apiFigures(withDatabase(cfg.pgAdminUrl, empty), 'empty');
+    } finally {
+      await pgQuery(cfg.pgAdminUrl, `DROP DATABASE IF EXISTS "${empty}" WITH (FORCE)`);
+    }
+  }
+  if (!cfg.reuse) await pgQuery(cfg.pgAdminUrl, `CREATE DATABASE "${dbName}"`);
   const db = createDb(dbUrl, 2);
   try {
-    await migrate(dbUrl, createLogger('warn'));
-    const t0 = performance.now();
-    await load(cfg.ahead);
-    log(`loaded ${fmt(cfg.appointments)} past appointments with their reminders in ${round((performance.now() - t0) / 1_000, 1)} s`);
+    if (!cfg.reuse) {
+      await migrate(dbUrl, createLogger('warn'));
+      const t0 = performance.now();
+      await load(cfg.ahead);
+      log(`loaded the history in ${round((performance.now() - t0) / 1_000, 1)} s`);
+    }
+    const held = await sizes();
+    log(`history: ${JSON.stringify(held)}`);
     const repo = createAppointmentsRepository(db);
     // As the pass calls it by default: grace 30 s, appointments started up to 300 s ago, horizon two intervals of 60 s, a page of 1 000.
     let rows = 0;
@@ -172,6 +326,13 @@ async function main(): Promise<void> {
         rowsPerSecond: Math.round((deleted / total) * 1_000),
       };
     };
+    // The API with the history, before retention deletes any of it.
+    const apiHistory = cfg.apiSeconds > 0 ? await apiFigures(dbUrl, 'history') : [];
+    const api = apiHistory.map((h, i) => {
+      const e = apiEmpty[i];
+      const ratio = e && e.latencyMs.p99 > 0 ? round(h.latencyMs.p99 / e.latencyMs.p99) : null;
+      return { name: h.name, empty: e ?? null, history: h, p99Ratio: ratio, target: API_RATIO_TARGET };
+    });
     const retention = [
       await purge('orders', (after) => orders.retention[0].purge(cutoff, 1_000, after)),
       await purge('booked appointments (their reminders written at load time, inside the cutoff: none may go)', (after) =>
@@ -182,11 +343,13 @@ async function main(): Promise<void> {
       benchmark: 'history',
       date,
       settings: cfg,
+      history: held,
       machine: machineInfo({ postgres: await postgresVersion(cfg.pgAdminUrl), redis: 'not used' }),
       pass: { rows, ...pass, targetMs: TARGET_MS },
       ordersPass,
       relay,
       report: { day: monthAgo, ...report, figures, targetMs: 10_000 },
+      api,
       retention,
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
@@ -196,7 +359,7 @@ async function main(): Promise<void> {
         '',
         ...machineLines(result.machine),
         '',
-        `History: ${fmt(cfg.appointments)} past appointments, each with its SENT reminder; ${fmt(cfg.ahead)} ahead inside their lead, 50 of them not reminded; ${fmt(cfg.orders)} orders over 365 days (a third cancelled, with their SENT notice).`,
+        `History: ${fmt(held.appointments)} appointments (${fmt(cfg.ahead)} of them ahead inside their lead, 50 of those not reminded; the rest past, each with its SENT reminder); ${fmt(held.orders)} orders over 365 days (a third cancelled, with their SENT notice); ${fmt(held.batches)} parcel batches with their SENT notice; ${fmt(held.notifications)} notifications in all.`,
         '',
         '| Pass | p50 / max | Target |',
         '|---|---|---|',
@@ -209,6 +372,23 @@ async function main(): Promise<void> {
             `| Retention (30 days), ${r.what}: ${r.batches} batches of 1 000, ${fmt(r.examined)} read, ${fmt(r.deleted)} deleted, ${fmt(r.rowsPerSecond)} a second | ${r.p50Ms} / ${r.maxMs} ms a batch | |`,
         ),
         '',
+        ...(api.length
+          ? [
+              `The API (\`npm start\`'s process: API, workers and passes) at ${API_CONNECTIONS} connections, ${cfg.apiSeconds} s a scenario, on an empty database and then on the history:`,
+              '',
+              '| Request | Empty: a second, p50 / p99 / max ms | History: a second, p50 / p99 / max ms | p99 history / empty | Target | Met |',
+              '|---|---|---|---|---|---|',
+              ...api.map((a) => {
+                const f = (x: ApiFigure | null) =>
+                  x
+                    ? `${fmt(x.requestsPerSecOverall)}, ${x.latencyMs.p50} / ${x.latencyMs.p99} / ${x.latencyMs.max}${x.non2xx ? ` (${x.non2xx} non-2xx)` : ''}`
+                    : '—';
+                const met = a.p99Ratio === null ? '' : a.p99Ratio <= API_RATIO_TARGET ? 'yes' : 'no';
+                return `| ${a.name} | ${f(a.empty)} | ${f(a.history)} | ${a.p99Ratio ?? '—'} | ≤ ${API_RATIO_TARGET} | ${met} |`;
+              }),
+              '',
+            ]
+          : []),
       ].join('\n');
       const intro = ['How to run: `npm run bench:history` (PostgreSQL at `BENCH_PG_URL`); knobs at the top of `bench/history.bench.ts`.'];
       log(`wrote ${writeMarkedSection(section, { heading: '# History benchmark', intro, marker: '<!-- history runs: newest first -->' })}`);

@@ -10,22 +10,32 @@
 //   BENCH_SIZE_OVERDUE jobs overdue (default 1 000 000) beside them.
 // Issue 15's targets: <= 160 B per pending job (goal 120), enqueue and
 // claim + ack within 20 % of their figures at 100 000, a stats scrape <= 10 ms.
+// Then the jobs the service keeps pending longest, as it writes them (ids,
+// types and payloads of order expiries and reminders; BENCH_SIZE_SERVICE of
+// each, default 1 000 000), and as it wrote them before their payloads
+// stopped repeating the id: bytes per pending job of each.
 //
 // Run: `npm run bench:size` (Redis at REDIS_URL; about 2 GiB of it at the
 // default size; only its own keys, deleted afterwards). Knobs:
 // BENCH_SIZE_PENDING, BENCH_SIZE_BASE, BENCH_SIZE_OVERDUE, BENCH_SIZE_CLAIM=50000,
-// BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
-import { randomBytes } from 'node:crypto';
+// BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { REMIND_JOB, remindJobId, remindPayload } from '../src/modules/appointments/appointments.service.js';
+import { EXPIRE_JOB, EXPIRE_PAYLOAD, expireJobId } from '../src/modules/orders/orders.service.js';
+import { createQueue } from '../src/queue/producer/queue.js';
+import type { ScheduleInput } from '../src/queue/index.js';
 import { openOurs } from './ours-engine.js';
-import { round, timed, usedMemory } from './bench-util.js';
-import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, makeLog, num, redisVersion, writeMarkedSection } from './http-harness.js';
+import { dropKeys, infoField, keysStorage, round, timed, usedMemory } from './bench-util.js';
+import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, makeLog, num, redisVersion, sleep, writeMarkedSection } from './http-harness.js';
 
 const cfg = {
   pending: Math.floor(num('BENCH_SIZE_PENDING', 10_000_000)),
   base: Math.floor(num('BENCH_SIZE_BASE', 100_000)),
   overdue: Math.floor(num('BENCH_SIZE_OVERDUE', 1_000_000)),
   claim: Math.floor(num('BENCH_SIZE_CLAIM', 50_000)),
+  service: Math.floor(num('BENCH_SIZE_SERVICE', 1_000_000)),
+  parts: (process.env.BENCH_SIZE_PARTS ?? 'engine,service').split(','),
   write: process.env.BENCH_WRITE !== '0',
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
 };
@@ -34,9 +44,8 @@ const WARM_UP = 20_000;
 const HOUR = 3_600_000;
 const log = makeLog('bench:size');
 
-async function main(): Promise<void> {
-  const date = new Date().toISOString();
-  const admin = new Redis(cfg.redisUrl);
+/** The engine at size: bytes per job with cfg.pending in one shard, enqueue and claim against 100 000, the stats read. */
+async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }> {
   const q = openOurs(cfg.redisUrl, { engine: 'ours', name: 'size', prefix: `bench_size_${randomBytes(4).toString('hex')}` });
   await q.init();
   let next = 0; // job numbers: each job its own id
@@ -100,21 +109,105 @@ async function main(): Promise<void> {
     const statsPending = await stats();
     await add(cfg.overdue, 4, () => Date.now() - 5_000);
     const statsOverdue = await stats();
+    const ratios = { enqueue: round(large.enqueuePerSec / small.enqueuePerSec, 2), claim: round(large.claimPerSec / small.claimPerSec, 2) };
+    const within = (r: number) => (r >= 0.8 ? 'yes' : 'no');
+    return {
+      figures: { small, large, ratios, memory, statsPending, statsOverdue },
+      rows: [
+        `| Bytes per pending job with ${fmt(cfg.pending)} in one shard: used_memory delta / MEMORY USAGE of keys (${fmt(memory.keys)} keys) | ${memory.usedMemoryBytesPerJob} / ${memory.keyBytesPerJob} B | ≤ 160 B (goal 120) | ${memory.usedMemoryBytesPerJob <= 160 ? 'yes' : 'no'} |`,
+        `| Enqueue, delayed jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.enqueuePerSec)} / ${fmt(large.enqueuePerSec)} (${ratios.enqueue}) | within 20 % | ${within(ratios.enqueue)} |`,
+        `| Claim + ack of ${fmt(cfg.claim)} due jobs, c50, jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.claimPerSec)} / ${fmt(large.claimPerSec)} (${ratios.claim}) | within 20 % | ${within(ratios.claim)} |`,
+        `| Queue stats (the scrape's read), p50 / max of 20: ${fmt(cfg.pending)} pending | ${statsPending.p50Ms} / ${statsPending.maxMs} ms | | |`,
+        `| The same with ${fmt(cfg.overdue)} overdue beside them | ${statsOverdue.p50Ms} / ${statsOverdue.maxMs} ms | ≤ 10 ms | ${statsOverdue.maxMs <= 10 ? 'yes' : 'no'} |`,
+      ],
+    };
+  } finally {
+    await q.drop();
+    await q.close();
+  }
+}
+
+/** One kind of job the service keeps pending, as `job(i)` builds the i-th. */
+type ServiceJob = { what: string; job: (i: number, at: number) => ScheduleInput };
+const SERVICE_JOBS: ServiceJob[] = [
+  { what: 'order expiry', job: (_, at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: EXPIRE_PAYLOAD, mode: 'nx' }) },
+  {
+    what: 'order expiry as written before 2026-11-26 (payload `{orderId}`)',
+    job: (_, at) => {
+      const orderId = randomUUID();
+      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: { orderId }, mode: 'nx' };
+    },
+  },
+  {
+    what: 'appointment reminder',
+    job: (_, at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: remindPayload({ startsAt: new Date(at + 86_400_000) }), mode: 'nx' }),
+  },
+  {
+    what: 'appointment reminder as written before 2026-11-26 (payload `{appointmentId, startsAt}`)',
+    job: (_, at) => {
+      const appointmentId = randomUUID();
+      return { id: remindJobId(appointmentId), type: REMIND_JOB, at, payload: { appointmentId, startsAt: at + 86_400_000 }, mode: 'nx' };
+    },
+  },
+];
+
+/** Bytes per pending job of each kind the service keeps, cfg.service of it in one shard of a queue of its own. */
+async function serviceJobs(admin: Redis): Promise<{ figures: object; rows: string[] }> {
+  const figures: { what: string; usedMemoryBytesPerJob: number; keyBytesPerJob: number }[] = [];
+  for (const kind of SERVICE_JOBS) {
+    const prefix = `bench_size_${randomBytes(4).toString('hex')}`;
+    const redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: null });
+    const queue = createQueue(redis, { name: 'service', prefix, types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} } });
+    const match = `${prefix}:*`;
+    try {
+      // The kind before was UNLINKed: its memory is freed in the background, which used_memory would count here.
+      while (Number(await infoField(admin, 'memory', 'lazyfree_pending_objects')) > 0) await sleep(50);
+      const before = await usedMemory(admin);
+      const keysBefore = await keysStorage(cfg.redisUrl, match);
+      for (let from = 0; from < cfg.service; from += CHUNK) {
+        const jobs = [];
+        for (let i = from; i < Math.min(cfg.service, from + CHUNK); i++) jobs.push(kind.job(i, Date.now() + HOUR + (i % HOUR)));
+        await queue.scheduleMany(jobs);
+      }
+      const after = await usedMemory(admin);
+      const keysAfter = await keysStorage(cfg.redisUrl, match);
+      const f = {
+        what: kind.what,
+        usedMemoryBytesPerJob: round((after - before) / cfg.service, 1),
+        keyBytesPerJob: round((keysAfter.bytes - keysBefore.bytes) / cfg.service, 1),
+      };
+      log(`${fmt(cfg.service)} pending, ${kind.what}: ${JSON.stringify(f)}`);
+      figures.push(f);
+    } finally {
+      await dropKeys(cfg.redisUrl, match);
+      redis.disconnect();
+    }
+  }
+  return {
+    figures,
+    rows: figures.map(
+      (f) =>
+        `| Bytes per pending ${f.what}, ${fmt(cfg.service)} in one shard: used_memory delta / MEMORY USAGE of keys | ${f.usedMemoryBytesPerJob} / ${f.keyBytesPerJob} B | | |`,
+    ),
+  };
+}
+
+async function main(): Promise<void> {
+  const date = new Date().toISOString();
+  const admin = new Redis(cfg.redisUrl);
+  try {
+    const engineRun = cfg.parts.includes('engine') ? await engine(admin) : null;
+    const serviceRun = cfg.parts.includes('service') && cfg.service > 0 ? await serviceJobs(admin) : null;
     const result = {
       benchmark: 'size',
       date,
       settings: cfg,
       machine: machineInfo({ postgres: 'PostgreSQL not used', redis: await redisVersion(admin) }),
-      small,
-      large,
-      ratios: { enqueue: round(large.enqueuePerSec / small.enqueuePerSec, 2), claim: round(large.claimPerSec / small.claimPerSec, 2) },
-      memory,
-      statsPending,
-      statsOverdue,
+      ...(engineRun?.figures ?? {}),
+      serviceJobs: serviceRun?.figures ?? null,
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     if (cfg.write) {
-      const within = (r: number) => (r >= 0.8 ? 'yes' : 'no');
       const section = [
         `## ${date}`,
         '',
@@ -122,19 +215,14 @@ async function main(): Promise<void> {
         '',
         '| Figure | Value | Target | Met |',
         '|---|---|---|---|',
-        `| Bytes per pending job with ${fmt(cfg.pending)} in one shard: used_memory delta / MEMORY USAGE of keys (${fmt(memory.keys)} keys) | ${memory.usedMemoryBytesPerJob} / ${memory.keyBytesPerJob} B | ≤ 160 B (goal 120) | ${memory.usedMemoryBytesPerJob <= 160 ? 'yes' : 'no'} |`,
-        `| Enqueue, delayed jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.enqueuePerSec)} / ${fmt(large.enqueuePerSec)} (${result.ratios.enqueue}) | within 20 % | ${within(result.ratios.enqueue)} |`,
-        `| Claim + ack of ${fmt(cfg.claim)} due jobs, c50, jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.claimPerSec)} / ${fmt(large.claimPerSec)} (${result.ratios.claim}) | within 20 % | ${within(result.ratios.claim)} |`,
-        `| Queue stats (the scrape's read), p50 / max of 20: ${fmt(cfg.pending)} pending | ${statsPending.p50Ms} / ${statsPending.maxMs} ms | | |`,
-        `| The same with ${fmt(cfg.overdue)} overdue beside them | ${statsOverdue.p50Ms} / ${statsOverdue.maxMs} ms | ≤ 10 ms | ${statsOverdue.maxMs <= 10 ? 'yes' : 'no'} |`,
+        ...(engineRun?.rows ?? []),
+        ...(serviceRun?.rows ?? []),
         '',
       ].join('\n');
       const intro = ['How to run: `npm run bench:size` (Redis at `REDIS_URL`, about 2 GiB at the default size); knobs at the top of `bench/size.bench.ts`.'];
       log(`wrote ${writeMarkedSection(section, { heading: '# Engine at size', intro, marker: '<!-- size runs: newest first -->' })}`);
     }
   } finally {
-    await q.drop();
-    await q.close();
     admin.disconnect();
   }
 }

@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../../src/core/db-errors.js';
 import { createLogger } from '../../src/core/logger.js';
 import { ordersJobHandlers } from '../../src/modules/orders/orders.jobs.js';
 import { type NewOrder, createOrdersRepository } from '../../src/modules/orders/orders.repository.js';
-import { EXPIRE_JOB, createOrdersService, gatherInserts } from '../../src/modules/orders/orders.service.js';
+import { EXPIRE_JOB, EXPIRE_PAYLOAD, createOrdersService, expireJobId, gatherInserts } from '../../src/modules/orders/orders.service.js';
 import { NonRetryableError, createQueue, type BatchContext, type Job, type JobBatchHandler } from '../../src/queue/index.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { gate } from '../helpers/queues.js';
@@ -93,7 +93,7 @@ describe('batched expiries', () => {
     expect(await tdb.db.notification.count({ where: { orderId: { in: [a!.id, b!.id] } } })).toBe(2);
   });
 
-  it('gives a job with an unreadable payload its own failure and the rest their outcomes', async () => {
+  it('gives a job naming no order its own failure and the rest their outcomes; the job id names the order', async () => {
     const repo = createOrdersRepository(tdb.db);
     const [a] = await due(repo, 1, 0);
     const [open] = await due(repo, 1, 3_600);
@@ -119,13 +119,23 @@ describe('batched expiries', () => {
       token: 1,
     });
     const outcomes = await handler.batch(
-      [job('bad', { orderId: 'not-a-uuid' }), job('a', { orderId: a!.id }), job('open', { orderId: open!.id }), job('a-again', { orderId: a!.id })],
+      [
+        job('bad', { orderId: a!.id }),
+        job(expireJobId(a!.id), EXPIRE_PAYLOAD),
+        // Scheduled before the payload was dropped: the payload names the order as well.
+        job(expireJobId(open!.id), { orderId: open!.id }),
+        job(expireJobId(a!.id.toUpperCase()), EXPIRE_PAYLOAD),
+        job('order:not-a-uuid:expire', EXPIRE_PAYLOAD),
+        job(`order:${a!.id}:expire:x`, EXPIRE_PAYLOAD),
+      ],
       {} as BatchContext, // the handler uses none of it
     );
     expect(outcomes[0]).toMatchObject({ error: expect.any(NonRetryableError) });
     expect(outcomes[1]).toBeUndefined();
     expect(outcomes[2]).toMatchObject({ retryInMs: expect.any(Number) });
     expect(outcomes[3]).toBeUndefined();
+    expect(outcomes[4]).toMatchObject({ error: expect.any(NonRetryableError) });
+    expect(outcomes[5]).toMatchObject({ error: expect.any(NonRetryableError) });
     expect(dispatched).toHaveLength(1);
     expect(await tdb.db.notification.findMany({ where: { orderId: a!.id }, select: { id: true } })).toEqual([{ id: dispatched[0] }]);
   });

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Logger } from '../../core/logger.js';
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { ReminderSlot } from './appointments.repository.js';
-import { REMIND_JOB, type AppointmentsService } from './appointments.service.js';
+import { REMIND_JOB, type AppointmentsService, appointmentIdOfRemindJob } from './appointments.service.js';
 
 // Redis fired the job by its clock; the database's may be behind: come back when
 // the database says the remind time comes, but never in a tighter loop than this.
@@ -14,7 +14,9 @@ const NOT_DUE_RETRY_MS = 20;
 /** Reminder jobs written by one statement at most. */
 export const REMIND_BATCH_MAX = 500;
 
-const remindPayload = z.object({ appointmentId: z.uuid(), startsAt: z.int() });
+// The slot's start; the appointment is the job id's (jobs scheduled before
+// 2026-11-26 name it in their payload too: the same).
+const remindPayload = z.object({ startsAt: z.int() });
 
 export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {
   return {
@@ -23,14 +25,15 @@ export function appointmentsJobHandlers(service: AppointmentsService, log: Logge
       async batch(jobs) {
         const slots = jobs.map((job): ReminderSlot | null => {
           const p = remindPayload.safeParse(job.payload);
-          return p.success ? { appointmentId: p.data.appointmentId.toLowerCase(), startsAtMs: p.data.startsAt } : null;
+          const appointmentId = appointmentIdOfRemindJob(job.id);
+          return p.success && appointmentId ? { appointmentId: appointmentId.toLowerCase(), startsAtMs: p.data.startsAt } : null;
         });
         const valid = slots.filter((s): s is ReminderSlot => s !== null);
         const outcomes = await service.remindMany(valid);
         const of = new Map(valid.map((s, i) => [s, outcomes[i]!]));
         return jobs.map((job, i): BatchOutcome => {
           const slot = slots[i];
-          if (!slot) return { error: new NonRetryableError(`bad payload for ${job.id}`) };
+          if (!slot) return { error: new NonRetryableError(`job ${job.id} names no appointment slot`) };
           const r = of.get(slot)!;
           if (!r.ok) return { error: r.error };
           if (r.value.kind === 'not_due') return { retryInMs: Math.max(r.value.inMs, NOT_DUE_RETRY_MS) };

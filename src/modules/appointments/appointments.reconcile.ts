@@ -9,7 +9,7 @@ import { forEachPage } from '../../core/keyset.js';
 import type { Logger } from '../../core/logger.js';
 import type { PeriodicJob, Queue } from '../../queue/index.js';
 import type { AppointmentsRepository } from './appointments.repository.js';
-import { type AppointmentsService, REMIND_JOB, remindJobId } from './appointments.service.js';
+import { type AppointmentsService, REMIND_JOB, remindJobId, remindPayload } from './appointments.service.js';
 
 export const RECONCILE_JOB = 'appointments.reconcile';
 export const RECONCILE_JOB_ID = 'appointments:reconcile';
@@ -45,9 +45,7 @@ export function createAppointmentsReconcile(d: {
         }
         const upcoming = page.filter((x) => !x.overdue);
         if (upcoming.length === 0) return;
-        await d.queue.scheduleMany(
-          upcoming.map((a) => ({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: { appointmentId: a.id, startsAt: a.startsAt.getTime() } })),
-        );
+        await d.queue.scheduleMany(upcoming.map((a) => ({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: remindPayload(a) })));
         jobsSet += upcoming.length;
       },
     );

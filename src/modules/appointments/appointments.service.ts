@@ -21,6 +21,16 @@ const GATHER_MAX = 100;
 /** Reminders written one by one at once at most, when their shared statement failed. */
 const EACH_AT_ONCE = 10;
 export const remindJobId = (appointmentId: string) => `appointment:${appointmentId}:remind`;
+const REMIND_JOB_ID = /^appointment:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):remind$/;
+/** The appointment a reminder job's id names; null for any other id. */
+export const appointmentIdOfRemindJob = (jobId: string): string | null => REMIND_JOB_ID.exec(jobId)?.[1] ?? null;
+/**
+ * A reminder job's payload: the start of the slot it reminds of; the
+ * appointment is the job's id. A pending job is kept in Redis until its
+ * remind time (BENCHMARKS.md, "Engine at size": what the id repeated in the
+ * payload cost).
+ */
+export const remindPayload = (a: Pick<AppointmentRow, 'startsAt'>) => ({ startsAt: a.startsAt.getTime() });
 
 /**
  * How far ahead a slot may be: a booking front end plans months, not
@@ -97,7 +107,7 @@ export function createAppointmentsService(d: {
       id: remindJobId(a.id),
       type: REMIND_JOB,
       at: a.remindAt,
-      payload: { appointmentId: a.id, startsAt: a.startsAt.getTime() },
+      payload: remindPayload(a),
       mode,
     };
     await afterCommit(

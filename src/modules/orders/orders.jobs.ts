@@ -2,10 +2,9 @@
 // due order of the batch (orders.repository.ts expireMany). Idempotent: a
 // second delivery finds its order settled and changes nothing.
 // (The periodic reconciliation pass is in orders.reconcile.ts.)
-import { z } from 'zod';
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { Logger } from '../../core/logger.js';
-import { EXPIRE_JOB, type OrdersService } from './orders.service.js';
+import { EXPIRE_JOB, type OrdersService, orderIdOfExpireJob } from './orders.service.js';
 
 // Redis fired the job by its clock; the database's may be behind. Come back when
 // the database says the deadline passes (a delay it measured on its own clock,
@@ -14,21 +13,17 @@ const MIN_DEFER_MS = 20;
 /** Expiries cancelled by one statement at most. */
 export const EXPIRE_BATCH_MAX = 500;
 
-const expirePayload = z.object({ orderId: z.uuid() });
-
 export function ordersJobHandlers(service: OrdersService, log: Logger): Record<string, AnyJobHandler> {
   return {
     [EXPIRE_JOB]: {
       maxBatch: EXPIRE_BATCH_MAX,
       async batch(jobs) {
-        const orderIds = jobs.map((job) => {
-          const p = expirePayload.safeParse(job.payload);
-          return p.success ? p.data.orderId.toLowerCase() : null; // as the database answers ids
-        });
+        // The order is the job id's (jobs scheduled before 2026-11-26 name it in their payload too: the same).
+        const orderIds = jobs.map((job) => orderIdOfExpireJob(job.id)?.toLowerCase() ?? null); // as the database answers ids
         const outcomes = await service.expireMany([...new Set(orderIds.flatMap((id) => (id ? [id] : [])))]);
         return jobs.map((job, i): BatchOutcome => {
           const orderId = orderIds[i];
-          if (!orderId) return { error: new NonRetryableError(`bad payload for ${job.id}`) };
+          if (!orderId) return { error: new NonRetryableError(`job ${job.id} names no order`) };
           const r = outcomes.get(orderId);
           if (r?.kind === 'not_due') return { retryInMs: Math.max(r.inMs + 1, MIN_DEFER_MS) };
           if (r?.kind === 'cancelled') log.info({ jobId: job.id, orderId }, 'order cancelled: payment timeout');

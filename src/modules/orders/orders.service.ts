@@ -15,6 +15,15 @@ import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orde
 
 export const EXPIRE_JOB = 'order.expire';
 export const expireJobId = (orderId: string) => `order:${orderId}:expire`;
+const EXPIRE_JOB_ID = /^order:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):expire$/;
+/** The order an expiry job's id names; null for any other id. */
+export const orderIdOfExpireJob = (jobId: string): string | null => EXPIRE_JOB_ID.exec(jobId)?.[1] ?? null;
+/**
+ * An expiry job's payload: nothing, the order being the job's id. A pending
+ * job is kept in Redis for the whole payment window; the id repeated in its
+ * payload made its record half as large again (BENCHMARKS.md, "Engine at size").
+ */
+export const EXPIRE_PAYLOAD = {};
 
 // Creates arriving in one event-loop turn share one INSERT and one schedule call.
 const GATHER_MAX = 100;
@@ -39,7 +48,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
 
   async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt'>): Promise<void> {
     await afterCommit(
-      () => expirySchedules.submit({ id: expireJobId(order.id), type: EXPIRE_JOB, at: order.expiresAt, payload: { orderId: order.id }, mode: 'nx' }),
+      () => expirySchedules.submit({ id: expireJobId(order.id), type: EXPIRE_JOB, at: order.expiresAt, payload: EXPIRE_PAYLOAD, mode: 'nx' }),
       'schedule expiry',
       log,
       { orderId: order.id },
