@@ -180,8 +180,8 @@ export function createNotificationsRepository(db: Db) {
                  WHEN status = 'SENDING' THEN 'delivery given up: its job was dead-lettered during a call whose outcome is unknown'
                  WHEN withdrawn_at IS NOT NULL THEN last_error
                  ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
-         WHERE id = ANY(${[...ids]}::uuid[])
-           AND (status = 'PENDING' OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))`;
+         WHERE id = ANY(${[...ids]}::uuid[]) -- by id whatever the statistics say (the status through ::text, as claimMany)
+           AND (status::text = 'PENDING' OR (status::text = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))`;
     },
 
     /**
@@ -197,7 +197,7 @@ export function createNotificationsRepository(db: Db) {
       if (ids.length === 0) return;
       await db.$executeRaw`
         UPDATE notifications SET redrive_requested = ${asked}
-         WHERE id = ANY(${[...ids]}::uuid[]) AND status IN ('PENDING', 'SENDING', 'FAILED')`;
+         WHERE id = ANY(${[...ids]}::uuid[]) AND status::text IN ('PENDING', 'SENDING', 'FAILED')`;
     },
 
     list(filter: NotificationFilter): Promise<NotificationRow[]> {
