@@ -12,8 +12,9 @@
 // claim + ack within 20 % of their figures at 100 000, a stats scrape <= 10 ms.
 // Then the jobs the service keeps pending longest, as it writes them (ids,
 // types and payloads of order expiries and reminders; BENCH_SIZE_SERVICE of
-// each, default 1 000 000), and as it wrote them before their payloads
-// stopped repeating the id: bytes per pending job of each.
+// each, default 1 000 000), and with payloads that no longer repeat the id
+// (a later release's, once no older worker reads it there): bytes per
+// pending job of each.
 //
 // Run: `npm run bench:size` (Redis at REDIS_URL; about 2 GiB of it at the
 // default size; only its own keys, deleted afterwards). Knobs:
@@ -22,7 +23,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { REMIND_JOB, remindJobId, remindPayload } from '../src/modules/appointments/appointments.service.js';
-import { EXPIRE_JOB, EXPIRE_PAYLOAD, expireJobId } from '../src/modules/orders/orders.service.js';
+import { EXPIRE_JOB, expireJobId, expirePayload } from '../src/modules/orders/orders.service.js';
 import { createQueue } from '../src/queue/producer/queue.js';
 import type { ScheduleInput } from '../src/queue/index.js';
 import { openOurs } from './ours-engine.js';
@@ -130,24 +131,27 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
 /** One kind of job the service keeps pending, as `job(i)` builds the i-th. */
 type ServiceJob = { what: string; job: (i: number, at: number) => ScheduleInput };
 const SERVICE_JOBS: ServiceJob[] = [
-  { what: 'order expiry', job: (_, at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: EXPIRE_PAYLOAD, mode: 'nx' }) },
   {
-    what: 'order expiry as written before 2026-11-26 (payload `{orderId}`)',
+    what: 'order expiry as the service writes it (payload `{orderId}`, for older workers)',
     job: (_, at) => {
       const orderId = randomUUID();
-      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: { orderId }, mode: 'nx' };
+      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId), mode: 'nx' };
     },
   },
   {
-    what: 'appointment reminder',
-    job: (_, at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: remindPayload({ startsAt: new Date(at + 86_400_000) }), mode: 'nx' }),
+    what: 'order expiry with the payload `{}` (the id read from the job id only)',
+    job: (_, at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: {}, mode: 'nx' }),
   },
   {
-    what: 'appointment reminder as written before 2026-11-26 (payload `{appointmentId, startsAt}`)',
+    what: 'appointment reminder as the service writes it (payload `{appointmentId, startsAt}`)',
     job: (_, at) => {
-      const appointmentId = randomUUID();
-      return { id: remindJobId(appointmentId), type: REMIND_JOB, at, payload: { appointmentId, startsAt: at + 86_400_000 }, mode: 'nx' };
+      const id = randomUUID();
+      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }), mode: 'nx' };
     },
+  },
+  {
+    what: 'appointment reminder with the payload `{startsAt}`',
+    job: (_, at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: { startsAt: at + 86_400_000 }, mode: 'nx' }),
   },
 ];
 

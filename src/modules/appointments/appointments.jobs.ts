@@ -14,8 +14,8 @@ const NOT_DUE_RETRY_MS = 20;
 /** Reminder jobs written by one statement at most. */
 export const REMIND_BATCH_MAX = 500;
 
-// The slot's start; the appointment is the job id's (jobs scheduled before
-// 2026-11-26 name it in their payload too: the same).
+// The slot's start; the appointment is the job id's (the payload names it
+// too, for older workers: the same).
 const remindPayload = z.object({ startsAt: z.int() });
 
 export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {

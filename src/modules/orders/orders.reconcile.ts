@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/outbox.js';
 import type { PeriodicJob, Queue } from '../../queue/index.js';
 import type { OrdersRepository } from './orders.repository.js';
-import { EXPIRE_JOB, EXPIRE_PAYLOAD, expireJobId } from './orders.service.js';
+import { EXPIRE_JOB, expireJobId, expirePayload } from './orders.service.js';
 
 export const RECONCILE_JOB = 'orders.reconcile';
 export const RECONCILE_JOB_ID = 'orders:reconcile';
@@ -45,7 +45,7 @@ export function createOrdersReconcile(d: {
       (after: { id: string; expiresAt: Date } | null) => d.repo.listUnpaid(until, after, PAGE),
       async (page) => {
         const results = await d.queue.scheduleMany(
-          page.map((o) => ({ id: expireJobId(o.id), type: EXPIRE_JOB, at: o.expiresAt, payload: EXPIRE_PAYLOAD, mode: 'nx' as const })),
+          page.map((o) => ({ id: expireJobId(o.id), type: EXPIRE_JOB, at: o.expiresAt, payload: expirePayload(o.id), mode: 'nx' as const })),
         );
         jobsCreated += results.filter((r) => r.status === 'created').length;
       },
