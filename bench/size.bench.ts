@@ -128,30 +128,30 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
   }
 }
 
-/** One kind of job the service keeps pending, as `job(i)` builds the i-th. */
-type ServiceJob = { what: string; job: (i: number, at: number) => ScheduleInput };
+/** One kind of job the service keeps pending, as `job(at)` builds one due at `at`. */
+type ServiceJob = { what: string; job: (at: number) => ScheduleInput };
 const SERVICE_JOBS: ServiceJob[] = [
   {
     what: 'order expiry as the service writes it (payload `{orderId}`, for older workers)',
-    job: (_, at) => {
+    job: (at) => {
       const orderId = randomUUID();
       return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId), mode: 'nx' };
     },
   },
   {
     what: 'order expiry with the payload `{}` (the id read from the job id only)',
-    job: (_, at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: {}, mode: 'nx' }),
+    job: (at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: {}, mode: 'nx' }),
   },
   {
     what: 'appointment reminder as the service writes it (payload `{appointmentId, startsAt}`)',
-    job: (_, at) => {
+    job: (at) => {
       const id = randomUUID();
       return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }), mode: 'nx' };
     },
   },
   {
     what: 'appointment reminder with the payload `{startsAt}`',
-    job: (_, at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: { startsAt: at + 86_400_000 }, mode: 'nx' }),
+    job: (at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: { startsAt: at + 86_400_000 }, mode: 'nx' }),
   },
 ];
 
@@ -170,7 +170,7 @@ async function serviceJobs(admin: Redis): Promise<{ figures: object; rows: strin
       const keysBefore = await keysStorage(cfg.redisUrl, match);
       for (let from = 0; from < cfg.service; from += CHUNK) {
         const jobs = [];
-        for (let i = from; i < Math.min(cfg.service, from + CHUNK); i++) jobs.push(kind.job(i, Date.now() + HOUR + (i % HOUR)));
+        for (let i = from; i < Math.min(cfg.service, from + CHUNK); i++) jobs.push(kind.job(Date.now() + HOUR + (i % HOUR)));
         await queue.scheduleMany(jobs);
       }
       const after = await usedMemory(admin);
