@@ -6,29 +6,33 @@ no record and changes nothing.
 Why atomic: the record and the set memberships must go together, or a claim
 could pick up a job whose record was just deleted.
 
-Uses lua/lib/record.lua and lua/lib/due-index.lua.
+Uses lua/lib/record.lua, chunk.lua, records.lua and due-index.lua.
 
-KEYS[1] due         ZSET
-KEYS[2] dueBuckets  prefix of the bucket ZSETs (no such key; lua/README.md)
-KEYS[3] inflight    ZSET
-KEYS[4] jobs        HASH
-KEYS[5] dead        ZSET
-KEYS[6] errors      HASH
+KEYS[1] due           ZSET
+KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] inflight      ZSET
+KEYS[4] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[5] records       HASH  the record groups' level, split pointer and count
+KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
+KEYS[7] dead          ZSET
+KEYS[8] errors        HASH
 
 ARGV[1] job id
 
 Returns 1 pending, 2 in flight, 3 dead: the state the job was removed from;
 0 not found.
 ]]
-local due, dueBuckets, inflight, jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
+recUse(KEYS[4], KEYS[5], KEYS[6])
 local id = ARGV[1]
-local rec = redis.call('HGET', jobs, id)
+local rec, key = recGet(id)
 if not rec then return 0 end
 local state = 1
 if redis.call('ZREM', inflight, id) == 1 then state = 2
 elseif redis.call('ZREM', dead, id) == 1 then state = 3
 else dueRemove(recordDue(rec), id) end
-redis.call('HDEL', jobs, id)
+recDelete(key, id)
 redis.call('HDEL', errors, id)
+recDone()
 return state

@@ -20,15 +20,17 @@ server that then hung, it may run long after its worker gave up on it and
 closed the connection; past its deadline it changes nothing, so no job is
 leased to a worker that is no longer waiting for it.
 
-Uses lua/lib/time.lua, record.lua, chunk.lua and due-index.lua.
+Uses lua/lib/time.lua, record.lua, chunk.lua, records.lua and due-index.lua.
 
-KEYS[1] due         ZSET  bucket name -> lower bound (ms)
-KEYS[2] dueBuckets  prefix of the bucket ZSETs (no such key; lua/README.md)
-KEYS[3] inflight    ZSET  job id -> lease deadline (ms)
-KEYS[4] jobs        HASH  job id -> record (lib/record.lua)
-KEYS[5] dead        ZSET  job id -> time of death (ms); corrupt records go here
-KEYS[6] errors      HASH  job id -> last error text
-KEYS[7] seq         STRING  last token handed out in this shard
+KEYS[1] due           ZSET  bucket name -> lower bound (ms)
+KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] inflight      ZSET  job id -> lease deadline (ms)
+KEYS[4] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[5] records       HASH  the record groups' level, split pointer and count
+KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
+KEYS[7] dead          ZSET  job id -> time of death (ms); corrupt records go here
+KEYS[8] errors        HASH  job id -> last error text
+KEYS[9] seq           STRING  last token handed out in this shard
 
 ARGV[1] max jobs to claim (>= 0)
 ARGV[2] lease length (ms)
@@ -47,8 +49,9 @@ Returns { now, nextDue, nextLease, reclaimed, id1, due1, rec1, id2, ... }
   the claim (attempts incremented, token set to a fresh one:
   the token the worker must present to ack / nack / extend).
 ]]
-local due, dueBuckets, inflight, jobs, dead, errors, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local due, dueBuckets, inflight, dead, errors, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
 dueUse(due, dueBuckets)
+recUse(KEYS[4], KEYS[5], KEYS[6])
 local now = nowMs()
 local maxClaim, lease, maxReclaim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1 } end
@@ -58,7 +61,7 @@ if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1 } end
 -- counted, so a job that keeps killing its workers ends in the dead set.
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, maxReclaim)
 if #expired > 0 then
-  local recs = redis.call('HMGET', jobs, unpack(expired))
+  local recs = recGetMany(expired, 1, #expired)
   local errArgs, deadArgs = {}, {}
   callChunked('ZREM', inflight, expired, 1)
   for i, id in ipairs(expired) do
@@ -82,12 +85,8 @@ if maxClaim > 0 then
   local ids = dueTake(string.format('%d', now), maxClaim)
   local n = #ids
   if n > 0 then
-    local recs = {}
-    for i = 1, n, CHUNK do
-      local part = redis.call('HMGET', jobs, unpack(ids, i, math.min(i + CHUNK - 1, n)))
-      for _, r in ipairs(part) do recs[#recs + 1] = r end
-    end
-    -- HMGET leaves false for a missing record: recs[i] pairs with ids[i].
+    -- false for a missing record: recs[i] and keys[i] pair with ids[i].
+    local recs, keys = recGetMany(ids, 1, n)
     -- The deadline is made a string once: Redis would convert the number per job.
     local deadline = string.format('%d', now + lease)
     -- Unique across rollbacks: see the header. 1024 a ms outlasts any claim
@@ -99,14 +98,14 @@ if maxClaim > 0 then
       return redis.error_reply('ERR fencing tokens exhausted: seq or the Redis clock is past 2^53 / 1024 ms')
     end
     redis.call('SET', seq, string.format('%d', token + n))
-    local hset, zadd, deadArgs, errArgs = {}, {}, {}, {}
+    local zadd, deadArgs, errArgs = {}, {}, {}
     for i = 1, n do
       local id, rec = ids[i], recs[i]
       token = token + 1
       if rec then
         local claimed, due = recordClaimed(rec, token)
         if claimed then
-          hset[#hset + 1] = id; hset[#hset + 1] = claimed
+          recPut(keys[i], id, claimed)
           zadd[#zadd + 1] = deadline; zadd[#zadd + 1] = id
           out[#out + 1] = id; out[#out + 1] = due; out[#out + 1] = claimed
         else
@@ -118,13 +117,13 @@ if maxClaim > 0 then
       end
       -- A due entry without a record cannot be run; taking it out is the repair.
     end
-    callChunked('HSET', jobs, hset, 2)
     callChunked('ZADD', inflight, zadd, 2)
     callChunked('ZADD', dead, deadArgs, 2)
     callChunked('HSET', errors, errArgs, 2)
   end
 end
 
+recDone()
 local head = dueHead()
 if head then out[2] = head end
 local lhead = redis.call('ZRANGE', inflight, '0', '0', 'WITHSCORES')

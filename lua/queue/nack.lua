@@ -7,14 +7,16 @@ Why atomic: the lease check, the move out of in-flight and the write of the
 error must be one step, or a stale worker could push back a delivery that
 another worker now holds, or the job could be lost between the sets.
 
-Uses lua/lib/record.lua and lua/lib/due-index.lua.
+Uses lua/lib/record.lua, chunk.lua, records.lua and due-index.lua.
 
-KEYS[1] due         ZSET  bucket name -> lower bound (ms)
-KEYS[2] dueBuckets  prefix of the bucket ZSETs (no such key; lua/README.md)
-KEYS[3] inflight    ZSET  job id -> lease deadline (ms)
-KEYS[4] jobs        HASH  job id -> record (lib/record.lua)
-KEYS[5] dead        ZSET  job id -> time of death (ms)
-KEYS[6] errors      HASH  job id -> last error text
+KEYS[1] due           ZSET  bucket name -> lower bound (ms)
+KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] inflight      ZSET  job id -> lease deadline (ms)
+KEYS[4] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[5] records       HASH  the record groups' level, split pointer and count
+KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
+KEYS[7] dead          ZSET  job id -> time of death (ms)
+KEYS[8] errors        HASH  job id -> last error text
 
 ARGV[1] wake channel
 ARGV[2] job id
@@ -26,10 +28,11 @@ ARGV[6] error text
 Returns { code, time }: code 1 retry scheduled at time (ms), 2 dead since time
 (ms), 0 stale (token did not match or job not in flight; nothing changed).
 ]]
-local due, dueBuckets, inflight, jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
+recUse(KEYS[4], KEYS[5], KEYS[6])
 local id, token, outcome = ARGV[2], ARGV[3], ARGV[4]
-local rec = redis.call('HGET', jobs, id)
+local rec, key = recGet(id)
 if not recordHeldBy(rec, token) or not redis.call('ZSCORE', inflight, id) then
   return { 0, 0 }
 end
@@ -43,7 +46,8 @@ end
 local at = now + math.ceil(tonumber(ARGV[5]))
 local atText = string.format('%d', at)
 -- Token 0 (never handed out) while pending; the attempt stays counted.
-redis.call('HSET', jobs, id, recordRequeued(rec, atText, false))
+recPut(key, id, recordRequeued(rec, atText, false))
+recDone()
 dueAdd(atText, id)
 if dueHead() == at then redis.call('PUBLISH', ARGV[1], at) end
 return { 1, at }

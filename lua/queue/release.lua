@@ -11,12 +11,14 @@ Why atomic: the token check, the move back to due and the attempt refund must
 be one step, or a job could be lost between the sets or released by a worker
 that no longer holds it.
 
-Uses lua/lib/record.lua and lua/lib/due-index.lua.
+Uses lua/lib/record.lua, chunk.lua, records.lua and due-index.lua.
 
-KEYS[1] due         ZSET  bucket name -> lower bound (ms)
-KEYS[2] dueBuckets  prefix of the bucket ZSETs (no such key; lua/README.md)
-KEYS[3] inflight    ZSET  job id -> lease deadline (ms)
-KEYS[4] jobs        HASH  job id -> record (lib/record.lua)
+KEYS[1] due           ZSET  bucket name -> lower bound (ms)
+KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
+KEYS[3] inflight      ZSET  job id -> lease deadline (ms)
+KEYS[4] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[5] records       HASH  the record groups' level, split pointer and count
+KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
 
 ARGV[1] wake channel
 ARGV[2] time kind: "in" (ARGV[3] is a delay in ms from the Redis clock's now)
@@ -26,8 +28,9 @@ ARGV[4..] pairs of (job id, token)
 
 Returns the number of jobs released (stale pairs are skipped).
 ]]
-local due, dueBuckets, inflight, jobs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local due, dueBuckets, inflight = KEYS[1], KEYS[2], KEYS[3]
 dueUse(due, dueBuckets)
+recUse(KEYS[4], KEYS[5], KEYS[6])
 local now = nowMs()
 local at = tonumber(ARGV[3])
 if ARGV[2] == 'in' then at = now + at end
@@ -35,14 +38,15 @@ local atText = string.format('%d', at)
 local released = 0
 for i = 4, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
-  local rec = redis.call('HGET', jobs, id)
+  local rec, key = recGet(id)
   if recordHeldBy(rec, token) and redis.call('ZSCORE', inflight, id) then
     -- Token 0 (never handed out) so the releasing worker cannot ack it later.
-    redis.call('HSET', jobs, id, recordRequeued(rec, atText, true))
+    recPut(key, id, recordRequeued(rec, atText, true))
     redis.call('ZREM', inflight, id)
     dueAdd(atText, id)
     released = released + 1
   end
 end
+recDone()
 if released > 0 and dueHead() == at then redis.call('PUBLISH', ARGV[1], at) end
 return released

@@ -8,15 +8,18 @@ A schedule resets the record's token to 0, a value no claim hands out,
 which fences any in-flight delivery of the same id: that worker's ack / nack /
 extend then changes nothing.
 
-Uses lua/lib/record.lua and lua/lib/due-index.lua.
+Uses lua/lib/record.lua, records.lua and due-index.lua.
 
-KEYS[1] due         ZSET  bucket name -> lower bound (ms since epoch)
-KEYS[2] dueBuckets  prefix of the bucket ZSETs (job id -> due time, ms); no
-                    key of this name exists (lua/README.md, slot migration)
-KEYS[3] inflight    ZSET  job id -> lease deadline (ms since epoch)
-KEYS[4] jobs        HASH  job id -> record (lib/record.lua)
-KEYS[5] dead        ZSET  job id -> time of death (ms since epoch)
-KEYS[6] errors      HASH  job id -> last error text
+KEYS[1] due           ZSET  bucket name -> lower bound (ms since epoch)
+KEYS[2] dueBuckets    prefix of the bucket ZSETs (job id -> due time, ms); no
+                      key of this name exists (lua/README.md, slot migration)
+KEYS[3] inflight      ZSET  job id -> lease deadline (ms since epoch)
+KEYS[4] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[5] records       HASH  the record groups' level, split pointer and count
+KEYS[6] recordGroups  prefix of the record groups (HASH job id -> record; no
+                      key of this name exists)
+KEYS[7] dead          ZSET  job id -> time of death (ms since epoch)
+KEYS[8] errors        HASH  job id -> last error text
 
 ARGV[1] wake channel (published with the due time when a job becomes the head)
 ARGV[2] number of jobs N
@@ -27,7 +30,9 @@ ARGV[4] time kind, for every job: "at" (ms since epoch) | "in" (ms from the
         Redis clock's now)
 ARGV[5] type, for every job ("" with mode xx keeps each job's type and payload)
 ARGV[6] maxAttempts, for every job ("" = the job type's default)
-then N triples starting at ARGV[7]: id, time (whole ms, per ARGV[4]), payload (string)
+ARGV[7] "1": new records go to the record groups; "0": to the jobs HASH, where
+        builds before the groups read them (a rolling upgrade)
+then N triples starting at ARGV[8]: id, time (whole ms, per ARGV[4]), payload (string)
 
 The settings shared by the whole call travel once, not once per job: a bulk
 schedule is the enqueue hot path, and Redis parses every argument.
@@ -41,42 +46,30 @@ Returns { now, codes }:
          now + its time ("in"); 3, 4 and 5 wrote nothing.
 Never an error reply for expected outcomes.
 ]]
-local due, dueBuckets, inflight, jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
+recUse(KEYS[4], KEYS[5], KEYS[6])
 local now = nowMs()
 local n = tonumber(ARGV[2])
 local mode, relative, typ, maxA = ARGV[3], ARGV[4] == 'in', ARGV[5], ARGV[6]
+recSetGrouped(ARGV[7] == '1')
+-- Room for every job of the call before the first lookup: no group fills past its share.
+if ARGV[7] == '1' then recReserve(n) end
 -- A new record is '0,0,' .. due .. tail .. payload.
 local tail = ',' .. maxA .. ',' .. typ .. ','
 local codes = {}
 local headScore = dueHead()
 local newHead = nil
 
--- Records of brand-new jobs (the bulk case) are written in batches: one HSET
--- per 1000 jobs instead of a call each. A repeated id flushes first and is
--- read again, so every job sees the writes of the ones before it.
--- seen[id] = index of the id's last occurrence; it is still in the buffer
--- when that index is past the last flush.
-local bufH, seen, flushedAt = {}, {}, -1
-local function flush(at)
-  if #bufH > 0 then
-    redis.call('HSET', jobs, unpack(bufH))
-    bufH = {}
-  end
-  flushedAt = at
-end
-
--- Records of all ids in one HMGET per 1000.
-local known = {}
-for c = 0, n - 1, 1000 do
-  local ids = {}
-  for i = c, math.min(c + 999, n - 1) do ids[#ids + 1] = ARGV[7 + i * 3] end
-  local recs = redis.call('HMGET', jobs, unpack(ids))
-  for j = 1, #ids do known[c + j] = recs[j] end
-end
+-- The records of all ids, read before the first write. An id seen earlier in
+-- the call is read again, so every job sees the writes of the ones before it.
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 3] end
+local known, knownKeys = recGetMany(ids, 1, n)
+local seen = {}
 
 for i = 0, n - 1 do
-  local b = 7 + i * 3
+  local b = 8 + i * 3
   local id, payload = ARGV[b], ARGV[b + 2]
   -- Due times stay digits (whole ms) from ARGV to the record and the index;
   -- only a delay is added up, and comparisons use numbers.
@@ -86,13 +79,9 @@ for i = 0, n - 1 do
     due = now + due
     dueText = string.format('%d', due)
   end
-  local rec = known[i + 1]
-  local prev = seen[id]
-  if prev then
-    if prev > flushedAt then flush(i - 1) end
-    rec = redis.call('HGET', jobs, id)
-  end
-  seen[id] = i
+  local rec, key = known[i + 1], knownKeys[i + 1]
+  if seen[id] then rec, key = recGet(id) end
+  seen[id] = true
   -- A job with a record is in exactly one of: due index, in flight, dead.
   local leased, died = false, false
   if rec then
@@ -121,21 +110,20 @@ for i = 0, n - 1 do
       else
         redis.call('ZREM', dead, id)
       end
-      redis.call('HSET', jobs, id, newRec)
+      recPut(key, id, newRec)
       redis.call('HDEL', errors, id)
       codes[i + 1] = '2'
     else
-      bufH[#bufH + 1] = id; bufH[#bufH + 1] = newRec
+      recAdd(id, newRec)
       codes[i + 1] = '1'
     end
     dueAdd(dueText, id)
-    if #bufH >= 2000 then flush(i) end
     if headScore == nil or due < headScore then
       headScore = due; newHead = due
     end
   end
 end
-flush(n)
+recDone()
 
 if newHead then redis.call('PUBLISH', ARGV[1], newHead) end
 return { now, table.concat(codes) }

@@ -9,9 +9,11 @@ Why atomic: a dead job's set entry, record and error text must go together,
 or a trimmed job could leave a record no set lists (a leak that nothing
 finds), or a job redriven at the same moment could lose its record.
 
-KEYS[1] jobs    HASH  job id -> record
-KEYS[2] dead    ZSET  job id -> time of death (ms since epoch)
-KEYS[3] errors  HASH  job id -> last error text
+KEYS[1] jobs          HASH  job id -> record: the long ones (lib/records.lua)
+KEYS[2] records       HASH  the record groups' level, split pointer and count
+KEYS[3] recordGroups  prefix of the record groups (no such key; lua/README.md)
+KEYS[4] dead          ZSET  job id -> time of death (ms since epoch)
+KEYS[5] errors        HASH  job id -> last error text
 
 ARGV[1] max age (ms): jobs dead longer than this go
 ARGV[2] max count: beyond this many dead jobs, the oldest go
@@ -22,7 +24,8 @@ ARGV[4] min age (ms) for the count rule: a job dead for less is kept even over
 
 Returns how many dead jobs were removed.
 ]]
-local jobs, dead, errors = KEYS[1], KEYS[2], KEYS[3]
+local dead, errors = KEYS[4], KEYS[5]
+recUse(KEYS[1], KEYS[2], KEYS[3])
 local maxAge, maxCount, limit, minAge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = nowMs()
 
@@ -34,6 +37,7 @@ if #ids < limit then
   end
 end
 callChunked('ZREM', dead, ids)
-callChunked('HDEL', jobs, ids)
+for _, id in ipairs(ids) do recRemove(id) end
 callChunked('HDEL', errors, ids)
+recDone()
 return #ids

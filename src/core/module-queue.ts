@@ -13,13 +13,17 @@ export const DATABASE_JOB_OPTIONS: JobTypeOptions = { maxAttempts: 20, backoff: 
 /** A periodic pass: failed runs are retried by its own schedule, so it must practically never be dead-lettered. */
 export const PERIODIC_JOB_OPTIONS: JobTypeOptions = { maxAttempts: 1_000 };
 
-export type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_MAX_PAYLOAD_BYTES' | 'QUEUE_DEAD_RETENTION_DAYS' | 'QUEUE_DEAD_MAX_PER_SHARD'>;
+export type QueueConfig = Pick<
+  Config,
+  'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_RECORD_GROUPS' | 'QUEUE_MAX_PAYLOAD_BYTES' | 'QUEUE_DEAD_RETENTION_DAYS' | 'QUEUE_DEAD_MAX_PER_SHARD'
+>;
 
 export function createModuleQueue(redis: RedisClient, config: QueueConfig, name: string, types: Readonly<Record<string, JobTypeOptions>>): Queue {
   return createQueue(redis, {
     name,
     prefix: config.QUEUE_PREFIX,
     shards: config.QUEUE_SHARDS,
+    recordGroups: config.QUEUE_RECORD_GROUPS === '1',
     maxPayloadBytes: config.QUEUE_MAX_PAYLOAD_BYTES,
     deadRetention: { maxAgeMs: config.QUEUE_DEAD_RETENTION_DAYS * 24 * 3_600_000, maxCount: config.QUEUE_DEAD_MAX_PER_SHARD },
     types,

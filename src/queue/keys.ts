@@ -1,6 +1,7 @@
 // Every Redis key and channel name of the delay queue is built here, and only here.
 // One hash tag per queue shard ({queue:shard}) keeps each script inside one
 // Redis Cluster slot.
+import { createHash } from 'node:crypto';
 
 export type ShardKeys = {
   /** Index of the due buckets: ZSET bucket name -> lower bound (lua/lib/due-index.lua). */
@@ -11,7 +12,15 @@ export type ShardKeys = {
    */
   readonly dueBuckets: string;
   readonly inflight: string;
+  /**
+   * Job records too long for a record group, written with groups off, or
+   * written before the groups (lua/lib/records.lua).
+   */
   readonly jobs: string;
+  /** The record groups' level, split pointer and record count (lua/lib/records.lua). */
+  readonly records: string;
+  /** Prefix of the record group HASHes (prefix + group number); like dueBuckets, declared in KEYS, never a key. */
+  readonly recordGroups: string;
   readonly dead: string;
   readonly errors: string;
   /** Last fencing token handed out in the shard. */
@@ -29,6 +38,8 @@ export function shardKeys(prefix: string, queue: string, shard: number): ShardKe
     dueBuckets: `${base}due:`,
     inflight: `${base}inflight`,
     jobs: `${base}jobs`,
+    records: `${base}rec`,
+    recordGroups: `${base}rec:`,
     dead: `${base}dead`,
     errors: `${base}errors`,
     seq: `${base}seq`,
@@ -55,6 +66,25 @@ export function shardOf(jobId: string, shards: number): number {
     h = Math.imul(h, 0x01000193);
   }
   return (h >>> 0) % shards;
+}
+
+/** The record groups' state, the fields of the shard's `records` HASH (lua/lib/records.lua). */
+export type RecordGroupsState = { readonly level: number; readonly split: number; readonly count: number };
+
+export function parseRecordGroupsState(fields: Readonly<Record<string, string>>): RecordGroupsState {
+  return { level: Number(fields.l ?? 0), split: Number(fields.p ?? 0), count: Number(fields.n ?? 0) };
+}
+
+/** How many record groups a shard has under `s` (some may be empty, so absent). */
+export const recordGroupCount = (s: RecordGroupsState) => 2 ** s.level + s.split;
+
+/** The group key that holds, or would take, the record of `jobId` (lua/lib/records.lua's recGroup: the same hash and rule). */
+export function recordGroupKey(k: ShardKeys, jobId: string, s: RecordGroupsState): string {
+  const h = Number.parseInt(createHash('sha1').update(jobId).digest('hex').slice(0, 8), 16);
+  const size = 2 ** s.level;
+  let g = h % size;
+  if (g < s.split) g = h % (size * 2);
+  return `${k.recordGroups}${g}`;
 }
 
 export type BatcherShardKeys = {

@@ -6,6 +6,7 @@ import type { ShardKeys } from '../../src/queue/keys.js';
 import { parseRecord } from '../../src/queue/record.js';
 import { masters } from '../../src/core/redis.js';
 import { readFileSync } from 'node:fs';
+import { allRecords } from './records.js';
 
 /** The library's bucket size limit, read from its source so tests follow it. */
 export const BUCKET_MAX = Number(/^local BUCKET_MAX = (\d+)$/m.exec(readFileSync(new URL('../../lua/lib/due-index.lua', import.meta.url), 'utf8'))![1]);
@@ -55,7 +56,7 @@ export async function dueIndexProblems(redis: RedisClient, k: ShardKeys): Promis
   for (const key of await keysUnder(redis, k.dueBuckets)) {
     if (key !== k.due && !listed.has(key)) problems.push(`I2: bucket key ${key} exists but is not listed`);
   }
-  const records = await redis.hgetall(k.jobs);
+  const records = await allRecords(redis, k);
   const [inflight, dead] = await Promise.all([redis.zrange(k.inflight, 0, -1), redis.zrange(k.dead, 0, -1)]);
   const elsewhere = new Set([...inflight, ...dead]);
   for (const [id, text] of Object.entries(records)) {

@@ -45,6 +45,8 @@ export async function startTestService(databaseUrl: string, env: Record<string, 
     DATABASE_POOL_SIZE: '5',
     // The cluster suite spreads every queue and the parcel areas over shards.
     QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS ?? '1',
+    // The record groups, the default of the next release (this one writes the one HASH by default).
+    QUEUE_RECORD_GROUPS: '1',
     // Tests book many reminders for few contacts; the limit's own test sets it low.
     REMINDERS_PER_CONTACT_PER_HOUR: '100000',
     ...env,

@@ -17,6 +17,7 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, sleep } from '../helpers/redis.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { bearer, makeApiKey, startTestService, stopTestService, type TestService } from '../helpers/service.js';
+import { allRecords } from '../helpers/records.js';
 
 const TOKEN = 'auth-test-admin-token-0123456789';
 let tdb: TestDb;
@@ -65,7 +66,7 @@ async function written(): Promise<string> {
   const counts = await rows();
   const periodic = new Set(svc.modules.flatMap((m) => m.periodic.map((p) => p.id)));
   const jobs: string[] = [];
-  for (const m of svc.modules) for (const k of m.queue.keys) jobs.push(...(await redis.hkeys(k.jobs)).filter((id) => !periodic.has(id)));
+  for (const m of svc.modules) for (const k of m.queue.keys) jobs.push(...Object.keys(await allRecords(redis, k)).filter((id) => !periodic.has(id)));
   let batcherKeys = 0;
   for (const node of masters(redis)) {
     for await (const batch of node.scanStream({ match: `${batcherPrefix(svc.prefix)}:*`, count: 1000 }) as AsyncIterable<string[]>) batcherKeys += batch.length;

@@ -42,6 +42,7 @@ describe('daily report', () => {
       config: {
         QUEUE_PREFIX: 'tz',
         QUEUE_SHARDS: 1,
+        QUEUE_RECORD_GROUPS: '1',
         QUEUE_MAX_PAYLOAD_BYTES: 1_024,
         QUEUE_DEAD_RETENTION_DAYS: 7,
         QUEUE_DEAD_MAX_PER_SHARD: 100_000,

@@ -10,6 +10,7 @@ import { createRedis, type RedisClient } from '../../src/core/redis.js';
 import { createQueue, type Queue } from '../../src/queue/producer/queue.js';
 import type { QueueLogger } from '../../src/queue/types.js';
 import { createWorker, type Worker } from '../../src/queue/consumer/worker.js';
+import { SCRIPTS } from '../../src/queue/scripts/scripts.js';
 import { redisNowMs, sleep, uniqueQueueName, waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
 
@@ -48,12 +49,12 @@ it('a claim sent right after a late one is not run past the time its worker wait
       errors.push(`${msg}: ${String((o as { err?: unknown }).err)}`);
     },
   };
-  // Pause the server synchronously right before the claim after `armed` is written.
+  // Pause the server synchronously right before the claim after `armed` is written (a claim: its number of keys).
   let armed = false;
   let pausedAt = 0;
   const orig = workerRedis.sendCommand.bind(workerRedis);
   (workerRedis as unknown as { sendCommand: typeof orig }).sendCommand = ((cmd: { name: string; args: unknown[] }, stream?: unknown) => {
-    if (armed && (cmd.name === 'evalsha' || cmd.name === 'eval') && String(cmd.args[1]) === '7') {
+    if (armed && (cmd.name === 'evalsha' || cmd.name === 'eval') && String(cmd.args[1]) === String(SCRIPTS.dqClaim.keys.length)) {
       armed = false;
       server.pause();
       pausedAt = Date.now();

@@ -9,6 +9,7 @@ import { checkQueueLayout } from '../../src/queue/checks/layout-check.js';
 import type { QueueLogger } from '../../src/queue/types.js';
 import { type Harness, harness } from '../helpers/queues.js';
 import { waitFor } from '../helpers/redis.js';
+import { getRecord, setRecord } from '../helpers/records.js';
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -31,8 +32,8 @@ function errorLog(): { log: QueueLogger; errors: string[] } {
 async function scheduleWithOneCorrupt(corrupt: (record: string) => string): Promise<void> {
   await h.queue.scheduleMany(['good1', 'bad', 'good2'].map((id) => ({ id, type: 't', delayMs: 0 })));
   const k = h.queue.keys[0]!;
-  const record = (await h.redis.hget(k.jobs, 'bad')) as string;
-  await h.redis.hset(k.jobs, 'bad', corrupt(record));
+  const record = (await getRecord(h.redis, k, 'bad')) as string;
+  await setRecord(h.redis, k, 'bad', corrupt(record));
 }
 
 /** Waits until the two good jobs ran and bad is dead; returns bad's last error. */
@@ -58,7 +59,7 @@ describe('a malformed job record', () => {
     h = harness('corrupt', { t: {} });
     // maxAttempts not digits: the review's example, "0,0,<due>,x,t,null".
     await scheduleWithOneCorrupt((r) => r.replace(/^(\d+,\d+,\d+),\d*,/, '$1,x,'));
-    expect(await h.redis.hget(h.queue.keys[0]!.jobs, 'bad')).toMatch(/^0,0,\d+,x,t,null$/);
+    expect(await getRecord(h.redis, h.queue.keys[0]!, 'bad')).toMatch(/^0,0,\d+,x,t,null$/);
     const ran: string[] = [];
     const { log, errors } = errorLog();
     await h.startWorker({ t: (job) => void ran.push(job.id) }, { log });
@@ -106,8 +107,8 @@ describe('a record parked as corrupt', () => {
     await h.queue.schedule({ id: 'bad', type: 't', delayMs: 0 });
     await checkQueueLayout(h.redis, [h.queue]);
     const k = h.queue.keys[0]!;
-    const record = (await h.redis.hget(k.jobs, 'bad')) as string;
-    await h.redis.hset(k.jobs, 'bad', record.replace(/^(\d+,\d+,\d+),\d*,/, '$1,x,'));
+    const record = (await getRecord(h.redis, k, 'bad')) as string;
+    await setRecord(h.redis, k, 'bad', record.replace(/^(\d+,\d+,\d+),\d*,/, '$1,x,'));
     await h.startWorker({ t: () => {} });
     expect(await waitFor(async () => (await h.redis.zscore(k.dead, 'bad')) !== null, 5_000)).toBe(true);
     await expect(checkQueueLayout(h.redis, [h.queue])).resolves.toBeUndefined(); // the shard's only record is sampled

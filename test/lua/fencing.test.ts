@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue } from '../../src/queue/producer/queue.js';
 import { runAck, runClaim, runExtend, runNack, runRelease } from '../../src/queue/scripts/scripts.js';
 import { dropQueue, redisClient, uniqueQueueName } from '../helpers/redis.js';
+import { setRecord } from '../helpers/records.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -74,7 +75,7 @@ describe('fencing tokens', () => {
       { id: 'bad', type: 't', delayMs: 0 },
       { id: 'good2', type: 't', delayMs: 0 },
     ]);
-    await redis.hset(k.jobs, 'bad', 'garbage');
+    await setRecord(redis, k, 'bad', 'garbage');
     const r = await runClaim(redis, k, 10, 60_000, 10);
     expect(r.jobs.map((j) => j.id).sort()).toEqual(['good1', 'good2']);
     expect(await q.get('good1')).toMatchObject({ state: 'in_flight' });

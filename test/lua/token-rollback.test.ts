@@ -10,6 +10,7 @@ import type { ShardKeys } from '../../src/queue/keys.js';
 import { createQueue } from '../../src/queue/producer/queue.js';
 import { NackCode, runAck, runClaim, runExtend, runNack } from '../../src/queue/scripts/scripts.js';
 import { dropQueue, redisClient, redisNowMs, uniqueQueueName, waitFor } from '../helpers/redis.js';
+import { recordGroupKeys } from '../helpers/records.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -27,10 +28,11 @@ function queue() {
   return createQueue(redis, { name, types: { t: {} } });
 }
 
-/** Every key of the shard that exists or may: the fixed ones and the due buckets the index lists (one hash tag, one slot). */
+/** Every key of the shard that exists or may: the fixed ones, the record groups and the due buckets the index lists (one hash tag, one slot). */
 async function shardKeyNames(k: ShardKeys): Promise<string[]> {
   const buckets = await redis.zrange(k.due, 0, -1);
-  return [k.due, k.seq, k.inflight, k.jobs, k.dead, k.errors, ...buckets.map((b) => k.dueBuckets + b)];
+  const groups = await recordGroupKeys(redis, k);
+  return [k.due, k.seq, k.inflight, k.jobs, k.records, ...groups, k.dead, k.errors, ...buckets.map((b) => k.dueBuckets + b)];
 }
 
 type Snapshot = (readonly [string, Buffer | null])[];

@@ -140,6 +140,8 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     DATABASE_URL: tdb.url,
     REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
     QUEUE_PREFIX: `m${randomBytes(3).toString('hex')}`,
+    // The record groups, the default of the next release (this one writes the one HASH by default).
+    QUEUE_RECORD_GROUPS: '1',
     NOTIFY_WEBHOOK_URL: webhook.url,
   };
   const [api, ...pool] = await Promise.all([

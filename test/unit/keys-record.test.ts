@@ -5,7 +5,7 @@ import { parseRecord } from '../../src/queue/record.js';
 describe('shard keys', () => {
   it('puts every key of a shard under one hash tag', () => {
     const k = shardKeys('dq', 'orders', 3);
-    for (const key of [k.due, k.dueBuckets, k.seq, k.inflight, k.jobs, k.dead, k.errors]) {
+    for (const key of [k.due, k.dueBuckets, k.seq, k.inflight, k.jobs, k.records, k.recordGroups, k.dead, k.errors]) {
       expect(key.startsWith('dq:{orders:3}:')).toBe(true);
     }
   });

@@ -20,6 +20,7 @@ export type ReportsModuleConfig = Pick<
   Config,
   | 'QUEUE_PREFIX'
   | 'QUEUE_SHARDS'
+  | 'QUEUE_RECORD_GROUPS'
   | 'QUEUE_MAX_PAYLOAD_BYTES'
   | 'QUEUE_DEAD_RETENTION_DAYS'
   | 'QUEUE_DEAD_MAX_PER_SHARD'

@@ -43,6 +43,13 @@ export type QueueOptions = {
   readonly types: Readonly<Record<string, JobTypeOptions>>;
   /** Shards (job id hash mod shards), each on its own hash tag. Default 1. */
   readonly shards?: number;
+  /**
+   * Whether new job records go to the shard's record groups (default) or to
+   * its one jobs HASH, the only place builds before the groups read them
+   * (lua/lib/records.lua). Records are found in either place whatever this
+   * says. The service passes QUEUE_RECORD_GROUPS (0 by default in this release).
+   */
+  readonly recordGroups?: boolean;
   /** Key prefix, default "dq". */
   readonly prefix?: string;
   /** Largest accepted payload after JSON encoding, in bytes. Default 64 KiB. */
@@ -72,6 +79,7 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
   const prefix = options.prefix ?? 'dq';
   const maxPayloadBytes = options.maxPayloadBytes ?? 64 * 1024;
   const deadRetention = options.deadRetention ?? DEFAULT_DEAD_RETENTION;
+  const recordGroups = options.recordGroups ?? true;
   if (!QUEUE_NAME_PATTERN.test(name)) invalidOptions(`queue name must match ${QUEUE_NAME_PATTERN}: ${name}`);
   if (!Number.isInteger(shards) || shards < 1 || shards > 1024) invalidOptions(`shards must be 1..1024: ${shards}`);
   for (const [type, t] of Object.entries(options.types)) {
@@ -116,6 +124,7 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
           keys[sh] as ShardKeys,
           (prepared[run[0] as number] as Prepared).header,
           run.map((i) => (prepared[i] as Prepared).item),
+          recordGroups,
         ).then((replies) => replies.forEach((r, j) => (results[run[j] as number] = { status: STATUS[r.code], dueAt: r.dueAt })));
       // The calls of one shard go out back to back on one connection, so Redis
       // runs them in input order and a repeated id sees the writes before it.
@@ -140,7 +149,7 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     checkId(id);
     const { timeKind, time } = timeOf(when);
     const header: ScheduleHeader = { mode: 'xx', timeKind, type: '', maxAttempts: undefined };
-    const [r] = await runSchedule(redis, keysOf(id), header, [{ id, time, payload: '' }]);
+    const [r] = await runSchedule(redis, keysOf(id), header, [{ id, time, payload: '' }], recordGroups);
     const status = STATUS[(r as { code: ScheduleCode }).code];
     announce(status === 'updated' ? 1 : 0);
     return { status, dueAt: r?.dueAt ?? 0 };

@@ -24,7 +24,20 @@ const LUA_DIR = (() => {
  * its header lists them under the same names (test/unit/scripts-keys.test.ts
  * holds each header to its entry below).
  */
-export const KEY_ORDER = ['due', 'dueBuckets', 'inflight', 'jobs', 'dead', 'errors', 'seq', 'groups', 'items', 'itemsPrefix'] as const;
+export const KEY_ORDER = [
+  'due',
+  'dueBuckets',
+  'inflight',
+  'jobs',
+  'records',
+  'recordGroups',
+  'dead',
+  'errors',
+  'seq',
+  'groups',
+  'items',
+  'itemsPrefix',
+] as const;
 export type KeyName = (typeof KEY_ORDER)[number];
 export type ScriptKeys = Partial<Record<KeyName, string>>;
 
@@ -32,22 +45,46 @@ export type ScriptKeys = Partial<Record<KeyName, string>>;
 // derived from this list, never restated), and the libraries (lua/lib/) put
 // in front of it, in order.
 export const SCRIPTS = {
-  dqSchedule: { file: 'queue/schedule.lua', keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'dead', 'errors'], libs: ['time', 'record', 'due-index'] },
+  dqSchedule: {
+    file: 'queue/schedule.lua',
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+  },
   dqClaim: {
     file: 'queue/claim.lua',
-    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'dead', 'errors', 'seq'],
-    libs: ['time', 'record', 'chunk', 'due-index'],
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'seq'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
   },
-  dqAck: { file: 'queue/ack.lua', keys: ['inflight', 'jobs', 'errors'], libs: ['record', 'chunk'] },
-  dqNack: { file: 'queue/nack.lua', keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'dead', 'errors'], libs: ['time', 'record', 'due-index'] },
-  dqExtend: { file: 'queue/extend.lua', keys: ['inflight', 'jobs'], libs: ['time', 'record'] },
-  dqRelease: { file: 'queue/release.lua', keys: ['due', 'dueBuckets', 'inflight', 'jobs'], libs: ['time', 'record', 'due-index'] },
-  dqCancel: { file: 'queue/cancel.lua', keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'dead', 'errors'], libs: ['record', 'due-index'] },
-  dqRedrive: { file: 'queue/redrive.lua', keys: ['due', 'dueBuckets', 'jobs', 'dead'], libs: ['time', 'record', 'due-index'] },
-  dqDeleteDead: { file: 'queue/delete-dead.lua', keys: ['jobs', 'dead', 'errors'], libs: [] },
-  dqTrimDead: { file: 'queue/trim-dead.lua', keys: ['jobs', 'dead', 'errors'], libs: ['time', 'chunk'] },
-  dqInspect: { file: 'queue/inspect.lua', keys: ['inflight', 'jobs', 'dead', 'errors'], libs: ['record'] },
-  dqStats: { file: 'queue/stats.lua', keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'dead'], libs: ['time', 'due-index'] },
+  dqAck: { file: 'queue/ack.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups', 'errors'], libs: ['record', 'chunk', 'records'] },
+  dqNack: {
+    file: 'queue/nack.lua',
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+  },
+  dqExtend: { file: 'queue/extend.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups'], libs: ['time', 'record', 'chunk', 'records'] },
+  dqRelease: {
+    file: 'queue/release.lua',
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+  },
+  dqCancel: {
+    file: 'queue/cancel.lua',
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'],
+    libs: ['record', 'chunk', 'records', 'due-index'],
+  },
+  dqRedrive: {
+    file: 'queue/redrive.lua',
+    keys: ['due', 'dueBuckets', 'jobs', 'records', 'recordGroups', 'dead'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+  },
+  dqDeleteDead: { file: 'queue/delete-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['chunk', 'records'] },
+  dqTrimDead: { file: 'queue/trim-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['time', 'chunk', 'records'] },
+  dqInspect: { file: 'queue/inspect.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['record', 'chunk', 'records'] },
+  dqStats: {
+    file: 'queue/stats.lua',
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead'],
+    libs: ['time', 'chunk', 'records', 'due-index'],
+  },
   bqAdd: { file: 'batcher/add.lua', keys: ['groups', 'items'], libs: ['time', 'group'] },
   bqTakeDue: { file: 'batcher/take-due.lua', keys: ['groups', 'itemsPrefix'], libs: ['time', 'group'] },
   bqRemove: { file: 'batcher/remove.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
@@ -124,8 +161,9 @@ export async function runSchedule(
   k: ShardKeys,
   h: ScheduleHeader,
   items: readonly ScheduleItem[],
+  recordGroups: boolean,
 ): Promise<{ code: ScheduleCode; dueAt: number }[]> {
-  const args: (string | number)[] = [k.wake, items.length, h.mode, h.timeKind, h.type, h.maxAttempts ?? ''];
+  const args: (string | number)[] = [k.wake, items.length, h.mode, h.timeKind, h.type, h.maxAttempts ?? '', recordGroups ? '1' : '0'];
   for (const it of items) args.push(it.id, it.time, it.payload);
   const [now, codes] = (await call(redis, 'dqSchedule', k, args)) as [number, string];
   const base = h.timeKind === 'in' ? Number(now) : 0;

@@ -1,0 +1,242 @@
+--[[
+records (a library, not a script: scripts.ts puts it in front of every script
+that reads or writes job records)
+
+Where a queue shard keeps its job records (their format is lib/record.lua):
+in small HASHes, groups of about REC_LOAD records chosen by a hash of the job
+id, rather than in one large HASH.
+
+Why: a HASH of more than hash-max-listpack-entries (512 by default) fields, or
+with any field or value longer than hash-max-listpack-value (64 B), is a hashtable
+and costs about 50 B per record besides the id and the record themselves
+(the dict entry, the table's bucket pointers, two allocations' headers and
+rounding); a small one stays a listpack, where a record costs its id and its
+text plus 4 B (BENCHMARKS.md, Engine at size). The due index keeps pending
+jobs in small ZSETs for the same reason (lib/due-index.lua).
+
+Layout (one queue shard, all under its hash tag):
+  meta            HASH  l (level), p (split pointer), n (records in groups),
+                        g ('1' when the last schedule wrote new records into
+                        groups: QUEUE_RECORD_GROUPS=1)
+  prefix .. g     HASH  job id -> record, for the group number g (digits)
+  legacy          HASH  job id -> record: records too long for a listpack,
+                        records written with groups off (while a build that
+                        reads only this HASH may still run), and those
+                        written before groups existed. With g = '1' a record
+                        rewritten here that fits a group moves to it.
+
+Groups grow by linear hashing: with h the first 32 bits of the id's SHA-1,
+a job's group is h mod 2^l, or h mod 2^(l+1) when that is below p. When the
+groups hold more than REC_LOAD records on average, group p is split (its
+records whose h mod 2^(l+1) is p + 2^l move there) and p moves on; when p
+reaches 2^l, l grows by one and p starts again at 0. Splits happen before a
+script's first lookup (recReserve: room for the records a schedule may add)
+or after its last (recDone), so a script finds every record in one place for
+its whole run, and a bulk schedule never fills a group past its share. Groups never join again: after a backlog drains the empty groups
+are gone (Redis deletes an empty HASH) and the next records spread over the
+same number of groups.
+
+Invariants, kept by every function here:
+  R1  A job has at most one record: in the group of its id under the current
+      (l, p), or in the legacy HASH, never both.
+  R2  n is the number of records in the groups (stats reads it: O(1)).
+  R3  A group's fields and values are at most REC_MAX_LEN bytes: a record
+      that would be longer is written to the legacy HASH instead.
+A record is looked for in its group first; the legacy HASH is read only when
+it exists.
+
+Group keys are built here from a prefix the caller declares in KEYS (the key
+itself never exists), as the due buckets' are: see lua/README.md, slot
+migration.
+]]
+
+-- Records per group on average before a split. Groups not yet split in a
+-- round hold up to twice the average: 40 keeps them under 128 (a server set
+-- that low; the default is 512) by about five standard deviations, and a
+-- lookup scans about 20 entries of a listpack.
+local REC_LOAD = 40
+-- Redis' default hash-max-listpack-value: one longer field or value turns a
+-- whole group into a hashtable.
+local REC_MAX_LEN = 64
+
+local recLegacy, recMeta, recPrefix
+local recLevel, recSplit, recCount, recDelta, recGrouped, recShape
+local recLegacyLive -- nil until asked: whether the legacy HASH exists
+
+-- Every script that reaches records calls this once, before any other function here.
+local function recUse(legacy, meta, prefix)
+  recLegacy, recMeta, recPrefix = legacy, meta, prefix
+  local m = redis.call('HMGET', meta, 'l', 'p', 'n', 'g')
+  recLevel, recSplit, recCount = tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0')
+  recGrouped = m[4] == '1'
+  recShape = recLevel .. ',' .. recSplit
+  recDelta = 0
+end
+
+-- A schedule tells whether new records go to groups (its caller's
+-- QUEUE_RECORD_GROUPS); the other scripts follow what the last one said.
+local function recSetGrouped(grouped)
+  if grouped ~= recGrouped then
+    recGrouped = grouped
+    redis.call('HSET', recMeta, 'g', grouped and '1' or '0')
+  end
+end
+
+local function recHash(id)
+  return tonumber(string.sub(redis.sha1hex(id), 1, 8), 16)
+end
+
+-- The key of the group that holds, or would take, the record of `id`.
+local function recGroup(id)
+  local size = 2 ^ recLevel
+  local h = recHash(id)
+  local g = h % size
+  if g < recSplit then g = h % (size * 2) end
+  return recPrefix .. string.format('%d', g)
+end
+
+local function recLegacyExists()
+  if recLegacyLive == nil then recLegacyLive = redis.call('EXISTS', recLegacy) == 1 end
+  return recLegacyLive
+end
+
+-- The record of `id` and the key that holds it; false and nil when it has none.
+local function recGet(id)
+  local key = recGroup(id)
+  local rec = redis.call('HGET', key, id)
+  if rec then return rec, key end
+  if recLegacyExists() then
+    rec = redis.call('HGET', recLegacy, id)
+    if rec then return rec, recLegacy end
+  end
+  return false, nil
+end
+
+-- The records of ids[from..to] and their keys, as two lists indexed from 1
+-- (false and nil for an id without a record).
+local function recGetMany(ids, from, to)
+  local recs, keys, missed = {}, {}, {}
+  for i = from, to do
+    local key = recGroup(ids[i])
+    local rec = redis.call('HGET', key, ids[i])
+    local j = i - from + 1
+    if rec then
+      recs[j], keys[j] = rec, key
+    else
+      recs[j] = false
+      missed[#missed + 1] = j
+    end
+  end
+  if #missed > 0 and recLegacyExists() then
+    local ask = {}
+    for k, j in ipairs(missed) do ask[k] = ids[from + j - 1] end
+    for k = 1, #ask, CHUNK do
+      local part = redis.call('HMGET', recLegacy, unpack(ask, k, math.min(k + CHUNK - 1, #ask)))
+      for m, rec in ipairs(part) do
+        if rec then
+          local j = missed[k + m - 1]
+          recs[j], keys[j] = rec, recLegacy
+        end
+      end
+    end
+  end
+  return recs, keys
+end
+
+local function recFits(id, rec)
+  return recGrouped and #id <= REC_MAX_LEN and #rec <= REC_MAX_LEN
+end
+
+-- Writes the record of a job that has none: into its group when groups are
+-- on and both fit a listpack, else into the legacy HASH.
+local function recAdd(id, rec)
+  if recFits(id, rec) then
+    recDelta = recDelta + redis.call('HSET', recGroup(id), id, rec)
+  else
+    redis.call('HSET', recLegacy, id, rec)
+    recLegacyLive = true
+  end
+end
+
+-- Writes the record of `id` over the one found under `key` (recGet): in
+-- place; into the legacy HASH when it grew too long for its group (R3); into
+-- its group when it is in the legacy HASH, groups are on and it fits (a
+-- claim's token made it too long for a while, or an earlier build wrote it).
+local function recPut(key, id, rec)
+  if key ~= recLegacy and #rec > REC_MAX_LEN then
+    redis.call('HDEL', key, id)
+    recDelta = recDelta - 1
+    redis.call('HSET', recLegacy, id, rec)
+    recLegacyLive = true
+  elseif key == recLegacy and recFits(id, rec) then
+    redis.call('HDEL', recLegacy, id)
+    recAdd(id, rec)
+  else
+    redis.call('HSET', key, id, rec)
+  end
+end
+
+-- Deletes the record of `id` found under `key` (recGet).
+local function recDelete(key, id)
+  local removed = redis.call('HDEL', key, id)
+  if key ~= recLegacy then recDelta = recDelta - removed end
+end
+
+-- Deletes the record of `id` wherever it is; 1 if it had one, else 0.
+local function recRemove(id)
+  local removed = redis.call('HDEL', recGroup(id), id)
+  if removed == 1 then
+    recDelta = recDelta - 1
+    return 1
+  end
+  if recLegacyExists() then return redis.call('HDEL', recLegacy, id) end
+  return 0
+end
+
+-- Splits group p (see the header) and moves p on.
+local function recSplitOne()
+  local size = 2 ^ recLevel
+  local from = recPrefix .. string.format('%d', recSplit)
+  local to = recPrefix .. string.format('%d', recSplit + size)
+  local all = redis.call('HGETALL', from)
+  local moved, ids = {}, {}
+  for i = 1, #all, 2 do
+    if recHash(all[i]) % (size * 2) ~= recSplit then
+      moved[#moved + 1] = all[i]; moved[#moved + 1] = all[i + 1]
+      ids[#ids + 1] = all[i]
+    end
+  end
+  callChunked('HSET', to, moved, 2)
+  callChunked('HDEL', from, ids)
+  recSplit = recSplit + 1
+  if recSplit == size then
+    recLevel = recLevel + 1
+    recSplit = 0
+  end
+end
+
+-- Splits until the groups have room for `extra` more records at REC_LOAD
+-- each. Only before a script's first lookup (the groups' keys change).
+local function recReserve(extra)
+  while recCount + extra > (2 ^ recLevel + recSplit) * REC_LOAD do recSplitOne() end
+end
+
+-- Every script that reaches records calls this last: keeps n (R2), splits
+-- groups while they hold more than REC_LOAD records on average, and saves
+-- the level and split pointer when they moved.
+local function recDone()
+  recCount = recCount + recDelta
+  local moved = recDelta ~= 0
+  recDelta = 0
+  recReserve(0)
+  if recShape ~= recLevel .. ',' .. recSplit then
+    redis.call('HSET', recMeta, 'n', string.format('%d', recCount), 'l', string.format('%d', recLevel), 'p', string.format('%d', recSplit))
+  elseif moved then
+    redis.call('HSET', recMeta, 'n', string.format('%d', recCount))
+  end
+end
+
+-- Records in the shard: the groups' count and the legacy HASH's.
+local function recTotal()
+  return recCount + redis.call('HLEN', recLegacy)
+end

@@ -1,0 +1,267 @@
+// The record groups (lua/lib/records.lua) against a model: random schedules
+// (groups on and off, short and long payloads), claims, acks, retries,
+// releases, deaths, redrives, cancels and deletes must keep every job's one
+// record where the layout says (R1), the groups' count exact (R2), every group
+// a listpack of short values (R3), and each job in the model's state with its
+// payload. Also: records of the one-HASH layout are read, moved and deleted
+// like any other, and groups stay listpacks as the shard grows.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisClient } from '../../src/core/redis.js';
+import { type ShardKeys, recordGroupKey } from '../../src/queue/keys.js';
+import { type Queue, createQueue } from '../../src/queue/producer/queue.js';
+import { runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
+import { dueIndexProblems } from '../helpers/due-index.js';
+import { recordGroupKeys, recordGroupsState } from '../helpers/records.js';
+import { dropQueue, redisClient } from '../helpers/redis.js';
+
+let redis: RedisClient;
+const names: string[] = [];
+let seq = 0;
+beforeAll(() => {
+  redis = redisClient('records-test');
+});
+afterAll(async () => {
+  for (const n of names) await dropQueue(redis, n);
+  redis.disconnect();
+});
+
+/** The same queue twice: one writing new records into groups, one into the jobs HASH (a build with groups off). */
+function queues(tag: string): { on: Queue; off: Queue; k: ShardKeys } {
+  const name = `rec-${tag}-${process.pid}-${seq++}`;
+  names.push(name);
+  const on = createQueue(redis, { name, types: { t: {} } });
+  const off = createQueue(redis, { name, types: { t: {} }, recordGroups: false });
+  return { on, off, k: on.keys[0]! };
+}
+
+/** R1-R3 and the split rule; returns every record, id -> [key, text]. */
+async function recordProblems(k: ShardKeys): Promise<{ problems: string[]; where: Map<string, string[]> }> {
+  const problems: string[] = [];
+  const state = await recordGroupsState(redis, k);
+  const where = new Map<string, string[]>();
+  let inGroups = 0;
+  for (const key of [...(await recordGroupKeys(redis, k)), k.jobs]) {
+    const fields = await redis.hgetall(key);
+    for (const [id, text] of Object.entries(fields)) {
+      where.set(id, [...(where.get(id) ?? []), key]);
+      if (key === k.jobs) continue;
+      inGroups++;
+      if (recordGroupKey(k, id, state) !== key) problems.push(`R1: ${id} in ${key}, its group is ${recordGroupKey(k, id, state)}`);
+      if (Buffer.byteLength(id) > 64 || Buffer.byteLength(text) > 64) problems.push(`R3: ${id} in ${key} longer than 64 B`);
+    }
+    if (key !== k.jobs && Object.keys(fields).length > 0) {
+      const enc = await redis.object('ENCODING', key);
+      if (enc !== 'listpack') problems.push(`R3: ${key} is a ${String(enc)}`);
+    }
+  }
+  for (const [id, keys] of where) if (keys.length > 1) problems.push(`R1: ${id} has records in ${keys.join(', ')}`);
+  if (inGroups !== state.count) problems.push(`R2: ${inGroups} records in groups, n says ${state.count}`);
+  if (state.count > (2 ** state.level + state.split) * 40) problems.push(`split: ${state.count} records in ${2 ** state.level + state.split} groups`);
+  return { problems, where };
+}
+
+type Cmd =
+  | { kind: 'schedule'; groups: boolean; ids: number[]; pad: number; mode: 'upsert' | 'nx' | 'xx' }
+  | { kind: 'claim'; max: number }
+  | { kind: 'settle'; how: 'ack' | 'retry' | 'release' | 'dead'; count: number }
+  | { kind: 'cancel'; id: number }
+  | { kind: 'redrive' }
+  | { kind: 'deleteDead' };
+
+const IDS = 400;
+const cmd: fc.Arbitrary<Cmd> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('schedule' as const),
+      groups: fc.boolean(),
+      ids: fc.array(fc.nat(IDS - 1), { minLength: 1, maxLength: 120 }),
+      pad: fc.integer({ min: 0, max: 60 }),
+      mode: fc.constantFrom('upsert' as const, 'nx' as const, 'xx' as const),
+    }),
+  },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('claim' as const), max: fc.integer({ min: 1, max: 150 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('settle' as const),
+      how: fc.constantFrom('ack' as const, 'retry' as const, 'release' as const, 'dead' as const),
+      count: fc.integer({ min: 1, max: 60 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), id: fc.nat(IDS - 1) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'redrive' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'deleteDead' as const }) },
+);
+
+type State = 'pending' | 'in_flight' | 'dead';
+
+describe('record groups', () => {
+  it('keep one record per job where the layout says, an exact count and listpack groups, through random operations', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(cmd, { minLength: 5, maxLength: 40 }), async (cmds) => {
+        const { on, off, k } = queues(`model-${run++}`);
+        // id -> its state and payload; tokens of in-flight jobs.
+        const model = new Map<string, { state: State; payload: unknown }>();
+        const tokens = new Map<string, number>();
+        for (const [step, c] of cmds.entries()) {
+          const at = `step ${step} ${JSON.stringify(c)}`;
+          if (c.kind === 'schedule') {
+            // Padded payloads make records near and past 64 B: those past it belong in the jobs HASH, and
+            // those a claim's token takes past it move there.
+            const jobs = c.ids.map((n) => ({ id: `job-${n}`, type: 't', delayMs: 0, mode: c.mode, payload: { n, pad: 'x'.repeat(c.pad) } }));
+            const results = await (c.groups ? on : off).scheduleMany(jobs);
+            results.forEach((r, i) => {
+              const j = jobs[i]!;
+              if (r.status === 'created' || r.status === 'updated') {
+                model.set(j.id, { state: 'pending', payload: j.payload });
+                tokens.delete(j.id);
+              }
+            });
+          } else if (c.kind === 'claim') {
+            const r = await runClaim(redis, k, c.max, 600_000, 0);
+            for (const j of r.jobs) {
+              expect(model.get(j.id)?.state, at).toBe('pending');
+              model.get(j.id)!.state = 'in_flight';
+              tokens.set(j.id, Number(j.record.split(',')[0]));
+            }
+          } else if (c.kind === 'settle') {
+            for (const [id, token] of [...tokens].slice(0, c.count)) {
+              tokens.delete(id);
+              const m = model.get(id)!;
+              if (c.how === 'ack') {
+                expect((await runAck(redis, k, [{ id, token }])).acked, at).toBe(1);
+                model.delete(id);
+              } else if (c.how === 'retry') {
+                expect((await runNack(redis, k, id, token, 'retry', 0, 'boom')).code, at).toBe(1);
+                m.state = 'pending';
+              } else if (c.how === 'release') {
+                expect(await runRelease(redis, k, [{ id, token }]), at).toBe(1);
+                m.state = 'pending';
+              } else {
+                expect((await runNack(redis, k, id, token, 'dead', 0, 'boom')).code, at).toBe(2);
+                m.state = 'dead';
+              }
+            }
+          } else if (c.kind === 'cancel') {
+            const id = `job-${c.id}`;
+            expect((await on.cancel(id)).cancelled, at).toBe(model.has(id));
+            model.delete(id);
+            tokens.delete(id);
+          } else if (c.kind === 'redrive') {
+            const dead = [...model].find(([, m]) => m.state === 'dead');
+            if (dead) {
+              expect(await runRedrive(redis, k, { id: dead[0] }), at).toBe(1);
+              dead[1].state = 'pending';
+            }
+          } else {
+            const dead = [...model].find(([, m]) => m.state === 'dead');
+            if (dead) {
+              expect(await on.deleteDead(dead[0]), at).toBe(true);
+              model.delete(dead[0]);
+            }
+          }
+          const { problems, where } = await recordProblems(k);
+          expect(problems, at).toEqual([]);
+          expect([...where.keys()].sort(), at).toEqual([...model.keys()].sort());
+        }
+        expect(await dueIndexProblems(redis, k)).toEqual([]);
+        for (const [id, m] of model) {
+          const job = await on.get(id);
+          expect(job, id).toMatchObject({ state: m.state, payload: m.payload });
+        }
+        const count = (s: State) => [...model.values()].filter((m) => m.state === s).length;
+        expect(await on.stats()).toMatchObject({ pending: count('pending'), inFlight: count('in_flight'), dead: count('dead') });
+      }),
+      { numRuns: Number(process.env.RECORDS_RUNS ?? 25), seed: process.env.MODEL_RANDOM_SEED ? Number(process.env.MODEL_RANDOM_SEED) : undefined },
+    );
+  });
+
+  it('reads, moves and deletes records of the one-HASH layout (builds before the groups) like any other', async () => {
+    const { on, k } = queues('legacy');
+    // Written as an earlier build wrote them: the record in the jobs HASH, the id in its due bucket.
+    const old = createQueue(redis, { name: on.name, types: { t: {} }, recordGroups: false });
+    await old.scheduleMany(['a', 'b', 'c', 'd'].map((id) => ({ id, type: 't', delayMs: 0, payload: { id } })));
+    expect(Object.keys(await redis.hgetall(k.jobs)).sort()).toEqual(['a', 'b', 'c', 'd']);
+    expect(await recordGroupKeys(redis, k)).toEqual([`${k.recordGroups}0`]);
+    expect(await redis.exists(`${k.recordGroups}0`)).toBe(0);
+
+    expect(await on.get('a')).toMatchObject({ state: 'pending', payload: { id: 'a' } });
+    expect((await on.cancel('d')).cancelled).toBe(true);
+    const claimed = await runClaim(redis, k, 10, 600_000, 0);
+    expect(claimed.jobs.map((j) => j.id).sort()).toEqual(['a', 'b', 'c']);
+    const token = (id: string) => Number(claimed.jobs.find((j) => j.id === id)!.record.split(',')[0]);
+    expect((await runAck(redis, k, [{ id: 'a', token: token('a') }])).acked).toBe(1);
+    expect((await runNack(redis, k, 'b', token('b'), 'retry', 60_000, 'boom')).code).toBe(1);
+    expect((await runNack(redis, k, 'c', token('c'), 'dead', 0, 'boom')).code).toBe(2);
+    // Groups still off (the last schedule said so): b and c stay where they were written; a and d are gone.
+    expect(Object.keys(await redis.hgetall(k.jobs)).sort()).toEqual(['b', 'c']);
+    // A schedule with groups on: its new job goes to its group, and a record rewritten from then on moves to its own.
+    await on.schedule({ id: 'e', type: 't', delayMs: 60_000 });
+    expect(await redis.hkeys(`${k.recordGroups}0`)).toEqual(['e']);
+    expect(await runRedrive(redis, k, { id: 'c' })).toBe(1);
+    expect(await redis.hkeys(k.jobs)).toEqual(['b']);
+    expect((await redis.hkeys(`${k.recordGroups}0`)).sort()).toEqual(['c', 'e']);
+    expect(await on.stats()).toMatchObject({ pending: 3, inFlight: 0, dead: 0 });
+    expect(await recordGroupsState(redis, k)).toMatchObject({ count: 2 });
+    expect((await recordProblems(k)).problems).toEqual([]);
+  });
+
+  it('moves a record that grew past 64 B on its claim to the jobs HASH, and back to its group when it is pending again', async () => {
+    const { on, k } = queues('grow');
+    // A record of 0,0,<13-digit due>,,t,<payload>: 64 B with this 43-byte payload; the claim's token adds about 15.
+    const payload = { p: 'x'.repeat(35) };
+    await on.scheduleMany(['g1', 'g2'].map((id) => ({ id, type: 't', delayMs: 0, payload })));
+    const state = await recordGroupsState(redis, k);
+    for (const id of ['g1', 'g2']) expect((await redis.hget(recordGroupKey(k, id, state), id))!.length).toBe(64);
+    const claimed = (await runClaim(redis, k, 2, 600_000, 0)).jobs;
+    const token = (id: string) => Number(claimed.find((j) => j.id === id)!.record.split(',')[0]);
+    for (const j of claimed) {
+      expect(j.record.length).toBeGreaterThan(64);
+      expect(await redis.hexists(recordGroupKey(k, j.id, state), j.id)).toBe(0);
+      expect(await redis.hget(k.jobs, j.id)).toBe(j.record);
+    }
+    expect((await recordProblems(k)).problems).toEqual([]);
+    expect(await recordGroupsState(redis, k)).toMatchObject({ count: 0 });
+    expect((await runAck(redis, k, [{ id: 'g1', token: token('g1') }])).acked).toBe(1);
+    expect((await runNack(redis, k, 'g2', token('g2'), 'retry', 60_000, 'boom')).code).toBe(1);
+    expect(await redis.exists(k.jobs)).toBe(0);
+    expect(await redis.hexists(recordGroupKey(k, 'g2', state), 'g2')).toBe(1);
+    expect(await on.get('g2')).toMatchObject({ state: 'pending', attempts: 1, payload });
+    expect(await recordGroupsState(redis, k)).toMatchObject({ count: 1 });
+    expect((await recordProblems(k)).problems).toEqual([]);
+  });
+
+  it('with groups off writes nothing of the groups, not even their state', async () => {
+    const { off, k } = queues('off');
+    await off.scheduleMany(Array.from({ length: 300 }, (_, i) => ({ id: `o${i}`, type: 't', delayMs: 0 })));
+    const claimed = (await runClaim(redis, k, 300, 600_000, 0)).jobs;
+    await runAck(redis, k, claimed.slice(0, 100).map((j) => ({ id: j.id, token: Number(j.record.split(',')[0]) })));
+    expect(await redis.hlen(k.jobs)).toBe(200);
+    expect(await redis.exists(k.records)).toBe(0);
+    expect(await off.stats()).toMatchObject({ pending: 0, inFlight: 200 });
+  });
+
+  it('splits groups as the shard grows, every group a listpack, and finds every record', async () => {
+    const { on, k } = queues('grow-many');
+    const ids = Array.from({ length: 20_000 }, (_, i) => `order:${i.toString(16).padStart(8, '0')}-0000-4000-8000-000000000000:expire`);
+    for (let i = 0; i < ids.length; i += 1_000) {
+      await on.scheduleMany(ids.slice(i, i + 1_000).map((id) => ({ id, type: 't', delayMs: 3_600_000, payload: {} })));
+    }
+    const state = await recordGroupsState(redis, k);
+    expect(state.count).toBe(20_000);
+    // 20 000 records at no more than 40 a group on average: at least 500 groups.
+    expect(2 ** state.level + state.split).toBeGreaterThanOrEqual(500);
+    const { problems, where } = await recordProblems(k);
+    expect(problems).toEqual([]);
+    expect(where.size).toBe(20_000);
+    expect(await redis.exists(k.jobs)).toBe(0);
+    const sizes = await Promise.all((await recordGroupKeys(redis, k)).map((key) => redis.hlen(key)));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(128);
+    expect(await on.stats()).toMatchObject({ pending: 20_000 });
+    expect((await on.cancel(ids[12_345]!)).cancelled).toBe(true);
+    expect(await recordGroupsState(redis, k)).toMatchObject({ count: 19_999 });
+  });
+});
