@@ -11,7 +11,8 @@ const connect = (url: string, name: string) => new Redis(url, { connectionName: 
 
 export function openOurs(redisUrl: string, ids: QueueIds): BenchQueue {
   const redis = connect(redisUrl, 'bench-ours-producer');
-  const queue = createQueue(redis, { name: ids.name, prefix: ids.prefix, types: { noop: {} } });
+  // Record groups on unless BENCH_RECORD_GROUPS=0 (the one-HASH layout, the service's default in this release).
+  const queue = createQueue(redis, { name: ids.name, prefix: ids.prefix, types: { noop: {} }, recordGroups: process.env.BENCH_RECORD_GROUPS !== '0' });
   const workerConnections: Redis[] = [];
 
   async function prepareWorker(concurrency: number, hooks: WorkerHooks) {

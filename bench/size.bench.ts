@@ -19,7 +19,8 @@
 // Run: `npm run bench:size` (Redis at REDIS_URL; about 2 GiB of it at the
 // default size; only its own keys, deleted afterwards). Knobs:
 // BENCH_SIZE_PENDING, BENCH_SIZE_BASE, BENCH_SIZE_OVERDUE, BENCH_SIZE_CLAIM=50000,
-// BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
+// BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_RECORD_GROUPS=0 (job
+// records in one HASH per shard, the service's default in this release), BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { REMIND_JOB, remindJobId, remindPayload } from '../src/modules/appointments/appointments.service.js';
@@ -38,6 +39,8 @@ const cfg = {
   service: Math.floor(num('BENCH_SIZE_SERVICE', 1_000_000)),
   parts: (process.env.BENCH_SIZE_PARTS ?? 'engine,service').split(','),
   write: process.env.BENCH_WRITE !== '0',
+  /** Job records in the record groups (lua/lib/records.lua), or in one HASH per shard with BENCH_RECORD_GROUPS=0. */
+  recordGroups: process.env.BENCH_RECORD_GROUPS !== '0',
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
 };
 const CHUNK = 1_000;
@@ -70,10 +73,22 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
   };
   // Due one to two hours ahead: never due while the benchmark runs.
   const ahead = (i: number) => Date.now() + HOUR + (i % HOUR);
-  const enqueue = () => add(cfg.base, 1, ahead);
-  /** Adds cfg.claim due jobs and times a worker (concurrency 50) through them; jobs a second. */
-  const claim = async () => {
+  /** The Redis server's CPU time so far (user + system), µs: what a job costs Redis, whatever the client's pace. */
+  const redisCpu = async () => {
+    const info = await admin.info('cpu');
+    const field = (f: string) => Number(new RegExp(`^${f}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+    return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+  };
+  type Rate = { perSec: number; redisCpuUsPerJob: number };
+  const enqueue = async (): Promise<Rate> => {
+    const c0 = await redisCpu();
+    const perSec = await add(cfg.base, 1, ahead);
+    return { perSec, redisCpuUsPerJob: round(((await redisCpu()) - c0) / cfg.base, 1) };
+  };
+  /** Adds cfg.claim due jobs and times a worker (concurrency 50) through them. */
+  const claim = async (): Promise<Rate> => {
     await add(cfg.claim, 4, () => Date.now() - 1_000);
+    const c0 = await redisCpu();
     let completed = 0;
     let done!: () => void;
     const all = new Promise<void>((r) => (done = r));
@@ -83,14 +98,14 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
     await all;
     const s = (performance.now() - t0) / 1_000;
     await w.stop();
-    return Math.round(cfg.claim / s);
+    return { perSec: Math.round(cfg.claim / s), redisCpuUsPerJob: round(((await redisCpu()) - c0) / cfg.claim, 1) };
   };
   const stats = () => timed(20, () => q.counts());
   try {
     // Untimed first: the first enqueue and claim of a process pay for its warm-up (JIT, connections).
     await add(WARM_UP, 1, ahead);
     await claim();
-    const small = { enqueuePerSec: await enqueue(), claimPerSec: await claim() };
+    const small = { enqueue: await enqueue(), claim: await claim() };
     log(`with ${fmt(cfg.base)} pending: ${JSON.stringify(small)}`);
     const before = await usedMemory(admin);
     const keysBefore = await q.storage();
@@ -105,19 +120,20 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
       keys: keysAfter.objects,
     };
     log(`loaded ${fmt(load)} in ${round((performance.now() - t0) / 1_000, 1)} s (${fmt(loadPerSec)}/s): ${JSON.stringify(memory)}`);
-    const large = { enqueuePerSec: await enqueue(), claimPerSec: await claim() };
+    const large = { enqueue: await enqueue(), claim: await claim() };
     log(`with ${fmt(cfg.pending)} pending: ${JSON.stringify(large)}`);
     const statsPending = await stats();
     await add(cfg.overdue, 4, () => Date.now() - 5_000);
     const statsOverdue = await stats();
-    const ratios = { enqueue: round(large.enqueuePerSec / small.enqueuePerSec, 2), claim: round(large.claimPerSec / small.claimPerSec, 2) };
+    const ratios = { enqueue: round(large.enqueue.perSec / small.enqueue.perSec, 2), claim: round(large.claim.perSec / small.claim.perSec, 2) };
     const within = (r: number) => (r >= 0.8 ? 'yes' : 'no');
     return {
       figures: { small, large, ratios, memory, statsPending, statsOverdue },
       rows: [
         `| Bytes per pending job with ${fmt(cfg.pending)} in one shard: used_memory delta / MEMORY USAGE of keys (${fmt(memory.keys)} keys) | ${memory.usedMemoryBytesPerJob} / ${memory.keyBytesPerJob} B | ≤ 160 B (goal 120) | ${memory.usedMemoryBytesPerJob <= 160 ? 'yes' : 'no'} |`,
-        `| Enqueue, delayed jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.enqueuePerSec)} / ${fmt(large.enqueuePerSec)} (${ratios.enqueue}) | within 20 % | ${within(ratios.enqueue)} |`,
-        `| Claim + ack of ${fmt(cfg.claim)} due jobs, c50, jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.claimPerSec)} / ${fmt(large.claimPerSec)} (${ratios.claim}) | within 20 % | ${within(ratios.claim)} |`,
+        `| Enqueue, delayed jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.enqueue.perSec)} / ${fmt(large.enqueue.perSec)} (${ratios.enqueue}) | within 20 % | ${within(ratios.enqueue)} |`,
+        `| Claim + ack of ${fmt(cfg.claim)} due jobs, c50, jobs/s, ${fmt(cfg.base)} / ${fmt(cfg.pending)} pending | ${fmt(small.claim.perSec)} / ${fmt(large.claim.perSec)} (${ratios.claim}) | within 20 % | ${within(ratios.claim)} |`,
+        `| Redis CPU per job (server user + system), enqueue / claim + ack: ${fmt(cfg.base)} pending; ${fmt(cfg.pending)} pending | ${small.enqueue.redisCpuUsPerJob} / ${small.claim.redisCpuUsPerJob} µs; ${large.enqueue.redisCpuUsPerJob} / ${large.claim.redisCpuUsPerJob} µs | | |`,
         `| Queue stats (the scrape's read), p50 / max of 20: ${fmt(cfg.pending)} pending | ${statsPending.p50Ms} / ${statsPending.maxMs} ms | | |`,
         `| The same with ${fmt(cfg.overdue)} overdue beside them | ${statsOverdue.p50Ms} / ${statsOverdue.maxMs} ms | ≤ 10 ms | ${statsOverdue.maxMs <= 10 ? 'yes' : 'no'} |`,
       ],
@@ -161,7 +177,7 @@ async function serviceJobs(admin: Redis): Promise<{ figures: object; rows: strin
   for (const kind of SERVICE_JOBS) {
     const prefix = `bench_size_${randomBytes(4).toString('hex')}`;
     const redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: null });
-    const queue = createQueue(redis, { name: 'service', prefix, types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} } });
+    const queue = createQueue(redis, { name: 'service', prefix, types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} }, recordGroups: cfg.recordGroups });
     const match = `${prefix}:*`;
     try {
       // The kind before was UNLINKed: its memory is freed in the background, which used_memory would count here.
@@ -216,6 +232,7 @@ async function main(): Promise<void> {
         `## ${date}`,
         '',
         ...machineLines(result.machine),
+        `- Job records: ${cfg.recordGroups ? 'in record groups (BENCH_RECORD_GROUPS=1, QUEUE_RECORD_GROUPS=1)' : 'in one HASH per shard (BENCH_RECORD_GROUPS=0, QUEUE_RECORD_GROUPS=0)'}`,
         '',
         '| Figure | Value | Target | Met |',
         '|---|---|---|---|',

@@ -50,11 +50,12 @@ itself never exists), as the due buckets' are: see lua/README.md, slot
 migration.
 ]]
 
--- Records per group on average before a split. Groups not yet split in a
--- round hold up to twice the average: 40 keeps them under 128 (a server set
--- that low; the default is 512) by about five standard deviations, and a
--- lookup scans about 20 entries of a listpack.
-local REC_LOAD = 40
+-- Records per group on average before a split; groups not yet split in a
+-- round hold up to twice as many. A lookup or a write walks its group's
+-- listpack, so the load is what a record costs in Redis time: at 16, about
+-- as much as in one large HASH, where 40 cost half as much again, for about
+-- 4 B a job more (the groups' own keys; BENCHMARKS.md, Engine at size).
+local REC_LOAD = 16
 -- Redis' default hash-max-listpack-value: one longer field or value turns a
 -- whole group into a hashtable.
 local REC_MAX_LEN = 64
@@ -112,20 +113,17 @@ local function recGet(id)
   return false, nil
 end
 
--- The records of ids[from..to] and their keys, as two lists indexed from 1
--- (false and nil for an id without a record).
+-- The records of ids[from..to] and the keys that hold them, as two lists
+-- indexed from 1; for an id without a record, false and its group's key
+-- (recAdd takes it, instead of hashing the id again).
 local function recGetMany(ids, from, to)
   local recs, keys, missed = {}, {}, {}
   for i = from, to do
     local key = recGroup(ids[i])
     local rec = redis.call('HGET', key, ids[i])
     local j = i - from + 1
-    if rec then
-      recs[j], keys[j] = rec, key
-    else
-      recs[j] = false
-      missed[#missed + 1] = j
-    end
+    recs[j], keys[j] = rec, key
+    if not rec then missed[#missed + 1] = j end
   end
   if #missed > 0 and recLegacyExists() then
     local ask = {}
@@ -147,11 +145,12 @@ local function recFits(id, rec)
   return recGrouped and #id <= REC_MAX_LEN and #rec <= REC_MAX_LEN
 end
 
--- Writes the record of a job that has none: into its group when groups are
--- on and both fit a listpack, else into the legacy HASH.
-local function recAdd(id, rec)
+-- Writes the record of a job that has none: into its group (`group`, when
+-- the caller has its key) when groups are on and both fit a listpack, else
+-- into the legacy HASH.
+local function recAdd(id, rec, group)
   if recFits(id, rec) then
-    recDelta = recDelta + redis.call('HSET', recGroup(id), id, rec)
+    recDelta = recDelta + redis.call('HSET', group or recGroup(id), id, rec)
   else
     redis.call('HSET', recLegacy, id, rec)
     recLegacyLive = true

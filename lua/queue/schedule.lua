@@ -79,8 +79,12 @@ for i = 0, n - 1 do
     due = now + due
     dueText = string.format('%d', due)
   end
+  -- key: where the record is, or for a job without one the key of its group.
   local rec, key = known[i + 1], knownKeys[i + 1]
-  if seen[id] then rec, key = recGet(id) end
+  if seen[id] then
+    rec, key = recGet(id)
+    key = key or recGroup(id)
+  end
   seen[id] = true
   -- A job with a record is in exactly one of: due index, in flight, dead.
   local leased, died = false, false
@@ -114,7 +118,7 @@ for i = 0, n - 1 do
       redis.call('HDEL', errors, id)
       codes[i + 1] = '2'
     else
-      recAdd(id, newRec)
+      recAdd(id, newRec, key)
       codes[i + 1] = '1'
     end
     dueAdd(dueText, id)

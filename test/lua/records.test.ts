@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../src/core/redis.js';
 import { type ShardKeys, recordGroupKey } from '../../src/queue/keys.js';
 import { type Queue, createQueue } from '../../src/queue/producer/queue.js';
-import { runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
+import { readLua, runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
 import { dueIndexProblems } from '../helpers/due-index.js';
 import { recordGroupKeys, recordGroupsState } from '../helpers/records.js';
 import { dropQueue, redisClient } from '../helpers/redis.js';
@@ -57,9 +57,12 @@ async function recordProblems(k: ShardKeys): Promise<{ problems: string[]; where
   }
   for (const [id, keys] of where) if (keys.length > 1) problems.push(`R1: ${id} has records in ${keys.join(', ')}`);
   if (inGroups !== state.count) problems.push(`R2: ${inGroups} records in groups, n says ${state.count}`);
-  if (state.count > (2 ** state.level + state.split) * 40) problems.push(`split: ${state.count} records in ${2 ** state.level + state.split} groups`);
+  if (state.count > (2 ** state.level + state.split) * REC_LOAD) problems.push(`split: ${state.count} records in ${2 ** state.level + state.split} groups`);
   return { problems, where };
 }
+
+/** lib/records.lua's REC_LOAD, read from the script (records per group on average before a split). */
+const REC_LOAD = Number(/^local REC_LOAD = (\d+)$/m.exec(readLua('lib/records.lua'))?.[1]);
 
 type Cmd =
   | { kind: 'schedule'; groups: boolean; ids: number[]; pad: number; mode: 'upsert' | 'nx' | 'xx' }
@@ -251,9 +254,10 @@ describe('record groups', () => {
       await on.scheduleMany(ids.slice(i, i + 1_000).map((id) => ({ id, type: 't', delayMs: 3_600_000, payload: {} })));
     }
     const state = await recordGroupsState(redis, k);
+    expect(REC_LOAD).toBeGreaterThan(0);
     expect(state.count).toBe(20_000);
-    // 20 000 records at no more than 40 a group on average: at least 500 groups.
-    expect(2 ** state.level + state.split).toBeGreaterThanOrEqual(500);
+    // 20 000 records at no more than REC_LOAD a group on average.
+    expect(2 ** state.level + state.split).toBeGreaterThanOrEqual(20_000 / REC_LOAD);
     const { problems, where } = await recordProblems(k);
     expect(problems).toEqual([]);
     expect(where.size).toBe(20_000);

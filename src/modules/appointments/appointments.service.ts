@@ -14,16 +14,17 @@ import { afterCommit } from '../../core/redis-call.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
 import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
+import { rowJobId } from '../../core/row-job-id.js';
 
 export const REMIND_JOB = 'appointment.remind';
 /** Bookings sharing one INSERT and one schedule call at most. */
 const GATHER_MAX = 100;
 /** Reminders written one by one at once at most, when their shared statement failed. */
 const EACH_AT_ONCE = 10;
-export const remindJobId = (appointmentId: string) => `appointment:${appointmentId}:remind`;
-const REMIND_JOB_ID = /^appointment:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):remind$/;
+const REMIND_JOB_ID = rowJobId('appointment', 'remind', { anyCase: true });
+export const remindJobId = REMIND_JOB_ID.of;
 /** The appointment a reminder job's id names; null for any other id. */
-export const appointmentIdOfRemindJob = (jobId: string): string | null => REMIND_JOB_ID.exec(jobId)?.[1] ?? null;
+export const appointmentIdOfRemindJob = REMIND_JOB_ID.rowOf;
 /**
  * A reminder job's payload: the start of the slot it reminds of. The handler
  * reads the appointment from the job id; the payload still names it for

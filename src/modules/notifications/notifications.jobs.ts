@@ -10,12 +10,13 @@ import type { NotificationStatus } from '../../core/outbox.js';
 import { NonRetryableError, type JobHandler, type Queue } from '../../queue/index.js';
 import type { Notifier } from './notifier.js';
 import type { Claim, NotificationsRepository } from './notifications.repository.js';
+import { rowJobId } from '../../core/row-job-id.js';
 
 export const DELIVER_JOB = 'notification.deliver';
-export const deliverJobId = (notificationId: string) => `notification:${notificationId}:deliver`;
-const DELIVER_JOB_ID = /^notification:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):deliver$/;
+const DELIVER_JOB_ID = rowJobId('notification', 'deliver');
+export const deliverJobId = DELIVER_JOB_ID.of;
 /** The notification a delivery job id names; null for any other job. */
-export const notificationIdOf = (jobId: string): string | null => DELIVER_JOB_ID.exec(jobId)?.[1] ?? null;
+export const notificationIdOf = DELIVER_JOB_ID.rowOf;
 
 const deliverPayload = z.object({
   notificationId: z.uuid(),

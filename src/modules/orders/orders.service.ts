@@ -12,12 +12,13 @@ import type { NotificationDispatch } from '../../core/outbox.js';
 import type { Queue } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
 import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
+import { rowJobId } from '../../core/row-job-id.js';
 
 export const EXPIRE_JOB = 'order.expire';
-export const expireJobId = (orderId: string) => `order:${orderId}:expire`;
-const EXPIRE_JOB_ID = /^order:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):expire$/;
+const EXPIRE_JOB_ID = rowJobId('order', 'expire', { anyCase: true });
+export const expireJobId = EXPIRE_JOB_ID.of;
 /** The order an expiry job's id names; null for any other id. */
-export const orderIdOfExpireJob = (jobId: string): string | null => EXPIRE_JOB_ID.exec(jobId)?.[1] ?? null;
+export const orderIdOfExpireJob = EXPIRE_JOB_ID.rowOf;
 /**
  * An expiry job's payload. The handler reads the order from the job id; the
  * payload still names it for workers of builds before 2026-11-26, which read
