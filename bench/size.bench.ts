@@ -148,26 +148,32 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
 type ServiceJob = { what: string; job: (at: number) => ScheduleInput };
 const SERVICE_JOBS: ServiceJob[] = [
   {
-    what: 'order expiry as the service writes it (payload `{orderId}`, for older workers)',
+    what: 'order expiry as the service writes it with QUEUE_RECORD_GROUPS=0 (payload `{orderId}`, for workers of earlier builds)',
     job: (at) => {
       const orderId = randomUUID();
-      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId), mode: 'nx' };
+      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, false), mode: 'nx' };
     },
   },
   {
-    what: 'order expiry with the payload `{}` (the id read from the job id only)',
-    job: (at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: {}, mode: 'nx' }),
+    what: 'order expiry as the service writes it with QUEUE_RECORD_GROUPS=1 (payload `{}`, the order read from the job id)',
+    job: (at) => {
+      const orderId = randomUUID();
+      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, true), mode: 'nx' };
+    },
   },
   {
-    what: 'appointment reminder as the service writes it (payload `{appointmentId, startsAt}`)',
+    what: 'appointment reminder as the service writes it with QUEUE_RECORD_GROUPS=0 (payload `{appointmentId, startsAt}`)',
     job: (at) => {
       const id = randomUUID();
-      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }), mode: 'nx' };
+      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, false), mode: 'nx' };
     },
   },
   {
-    what: 'appointment reminder with the payload `{startsAt}`',
-    job: (at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: { startsAt: at + 86_400_000 }, mode: 'nx' }),
+    what: 'appointment reminder as the service writes it with QUEUE_RECORD_GROUPS=1 (payload `{startsAt}`)',
+    job: (at) => {
+      const id = randomUUID();
+      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, true), mode: 'nx' };
+    },
   },
 ];
 

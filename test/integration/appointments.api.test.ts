@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, sleep, waitFor } from '../helpers/redis.js';
 import { appointmentBody } from '../helpers/bodies.js';
-import { REMIND_JOB, remindJobId } from '../../src/modules/appointments/appointments.service.js';
+import { REMIND_JOB, remindJobId, remindPayload } from '../../src/modules/appointments/appointments.service.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
 let tdb: TestDb;
@@ -38,11 +38,9 @@ describe('appointment reminders', () => {
     expect(res.body).toMatchObject({ status: 'BOOKED', channel: 'sms', remindBeforeSeconds: 60, contact: '+8613800000000' });
     const { id, startsAt, remindAt } = res.body as { id: string; startsAt: string; remindAt: string };
     expect(Date.parse(startsAt) - Date.parse(remindAt)).toBe(60_000);
-    // The payload names the appointment too, for workers of older builds.
-    expect(await svc.module('appointments').queue.get(remindJobId(id))).toMatchObject({
-      state: 'pending',
-      payload: { appointmentId: id, startsAt: Date.parse(startsAt) },
-    });
+    // The test service writes record groups (QUEUE_RECORD_GROUPS=1): the payload names the slot only, the job id the appointment.
+    expect(await svc.module('appointments').queue.get(remindJobId(id))).toMatchObject({ state: 'pending', payload: { startsAt: Date.parse(startsAt) } });
+    expect(remindPayload({ id, startsAt: new Date(startsAt) }, false)).toEqual({ appointmentId: id, startsAt: Date.parse(startsAt) });
     expect(await waitFor(async () => (await reminders(id)).length === 1, 5_000, 20)).toBe(true);
     const [n] = await reminders(id);
     expect(n!.createdAt.getTime()).toBeGreaterThanOrEqual(Date.parse(remindAt));
@@ -135,13 +133,17 @@ describe('appointment reminders', () => {
     expect(await reminders(id)).toHaveLength(0);
   });
 
-  it('reminds through a job whose payload names the slot only (as a later release writes it): the job id names the appointment', async () => {
+  it('reminds through a job whose payload names the appointment too (as QUEUE_RECORD_GROUPS=0 writes it, for workers of earlier builds)', async () => {
     const res = await book(120_000, 60);
     const { id, startsAt } = res.body as { id: string; startsAt: string };
     await tdb.db.appointment.update({ where: { id }, data: { remindAt: new Date(Date.now() - 1_000) } });
-    await svc
-      .module('appointments')
-      .queue.schedule({ id: remindJobId(id), type: REMIND_JOB, delayMs: 0, payload: { startsAt: Date.parse(startsAt) }, mode: 'upsert' });
+    await svc.module('appointments').queue.schedule({
+      id: remindJobId(id),
+      type: REMIND_JOB,
+      delayMs: 0,
+      payload: remindPayload({ id, startsAt: new Date(startsAt) }, false),
+      mode: 'upsert',
+    });
     expect(await waitFor(async () => (await reminders(id)).length === 1, 3_000, 20)).toBe(true);
     expect(((await reminders(id))[0]!.payload as { startsAt: string }).startsAt).toBe(startsAt);
   });

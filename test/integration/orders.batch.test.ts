@@ -121,10 +121,10 @@ describe('batched expiries', () => {
     });
     const outcomes = await handler.batch(
       [
-        job('bad', expirePayload(a!.id)),
+        job('bad', expirePayload(a!.id, false)),
         // The payload a later release writes (no older worker left to read the order there).
         job(expireJobId(a!.id), {}),
-        job(expireJobId(open!.id), expirePayload(open!.id)),
+        job(expireJobId(open!.id), expirePayload(open!.id, false)),
         job(expireJobId(a!.id.toUpperCase()), {}),
         job('order:not-a-uuid:expire', {}),
         job(`order:${a!.id}:expire:x`, {}),

@@ -27,12 +27,14 @@ export const remindJobId = REMIND_JOB_ID.of;
 export const appointmentIdOfRemindJob = REMIND_JOB_ID.rowOf;
 /**
  * A reminder job's payload: the start of the slot it reminds of. The handler
- * reads the appointment from the job id; the payload still names it for
- * workers of builds before 2026-11-26, which read it there (a rolling upgrade,
- * a rollback). A later release writes `{startsAt}` only: 48 B less per
- * pending job (BENCHMARKS.md, "Engine at size").
+ * reads the appointment from the job id; workers of builds before 2026-11-26
+ * read it from the payload, so it names the appointment until no such build
+ * can run: once the queue writes record groups (`queue.recordGroups`,
+ * QUEUE_RECORD_GROUPS=1), `{startsAt}` only: 48 B less per pending job, and
+ * a record short enough for its group (BENCHMARKS.md, "Engine at size").
  */
-export const remindPayload = (a: Pick<AppointmentRow, 'id' | 'startsAt'>) => ({ appointmentId: a.id, startsAt: a.startsAt.getTime() });
+export const remindPayload = (a: Pick<AppointmentRow, 'id' | 'startsAt'>, compact: boolean) =>
+  compact ? { startsAt: a.startsAt.getTime() } : { appointmentId: a.id, startsAt: a.startsAt.getTime() };
 
 /**
  * How far ahead a slot may be: a booking front end plans months, not
@@ -109,7 +111,7 @@ export function createAppointmentsService(d: {
       id: remindJobId(a.id),
       type: REMIND_JOB,
       at: a.remindAt,
-      payload: remindPayload(a),
+      payload: remindPayload(a, queue.recordGroups),
       mode,
     };
     await afterCommit(

@@ -45,7 +45,13 @@ export function createOrdersReconcile(d: {
       (after: { id: string; expiresAt: Date } | null) => d.repo.listUnpaid(until, after, PAGE),
       async (page) => {
         const results = await d.queue.scheduleMany(
-          page.map((o) => ({ id: expireJobId(o.id), type: EXPIRE_JOB, at: o.expiresAt, payload: expirePayload(o.id), mode: 'nx' as const })),
+          page.map((o) => ({
+            id: expireJobId(o.id),
+            type: EXPIRE_JOB,
+            at: o.expiresAt,
+            payload: expirePayload(o.id, d.queue.recordGroups),
+            mode: 'nx' as const,
+          })),
         );
         jobsCreated += results.filter((r) => r.status === 'created').length;
       },

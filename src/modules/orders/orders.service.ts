@@ -20,12 +20,14 @@ export const expireJobId = EXPIRE_JOB_ID.of;
 /** The order an expiry job's id names; null for any other id. */
 export const orderIdOfExpireJob = EXPIRE_JOB_ID.rowOf;
 /**
- * An expiry job's payload. The handler reads the order from the job id; the
- * payload still names it for workers of builds before 2026-11-26, which read
- * it there (a rolling upgrade, a rollback). A later release writes `{}`:
- * 48 B less per pending job, 18 % (BENCHMARKS.md, "Engine at size").
+ * An expiry job's payload. The handler reads the order from the job id;
+ * workers of builds before 2026-11-26 read it from the payload, so it names
+ * the order until no such build can run: once the queue writes record groups
+ * (`queue.recordGroups`, QUEUE_RECORD_GROUPS=1, set when every process runs a
+ * build that reads them), `{}`: 48 B less per pending job, and a record
+ * short enough for its group (BENCHMARKS.md, "Engine at size").
  */
-export const expirePayload = (orderId: string) => ({ orderId });
+export const expirePayload = (orderId: string, compact: boolean) => (compact ? {} : { orderId });
 
 // Creates arriving in one event-loop turn share one INSERT and one schedule call.
 const GATHER_MAX = 100;
@@ -50,7 +52,14 @@ export function createOrdersService(d: OrdersServiceDeps) {
 
   async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt'>): Promise<void> {
     await afterCommit(
-      () => expirySchedules.submit({ id: expireJobId(order.id), type: EXPIRE_JOB, at: order.expiresAt, payload: expirePayload(order.id), mode: 'nx' }),
+      () =>
+        expirySchedules.submit({
+          id: expireJobId(order.id),
+          type: EXPIRE_JOB,
+          at: order.expiresAt,
+          payload: expirePayload(order.id, queue.recordGroups),
+          mode: 'nx',
+        }),
       'schedule expiry',
       log,
       { orderId: order.id },

@@ -269,6 +269,8 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     name,
     prefix,
     shards,
+    /** Whether new records go to the record groups: set only once no process of a build before the groups runs. */
+    recordGroups,
     keys: keys as readonly ShardKeys[],
     maxAttemptsOf,
     backoffOf: (type: string): BackoffPolicy => options.types[type]?.backoff ?? DEFAULT_BACKOFF,
