@@ -4,16 +4,18 @@
 //   migrate: apply database migrations and exit
 //   stats [--watch]: print the queue table (no database needed)
 //   keys create|list|revoke: the clients' API keys (src/keys.ts)
+//   ungroup: move job records out of the record groups (src/ungroup.ts)
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { ROLES, type Role, redactUrl, startService } from './service.js';
 import { runKeys } from './keys.js';
 import { runStats } from './stats.js';
+import { runUngroup } from './ungroup.js';
 
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? 'all';
-  if (arg !== 'stats' && arg !== 'keys' && !(ROLES as readonly string[]).includes(arg)) {
-    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]|keys ...]  (got "${arg}")\n`);
+  if (arg !== 'stats' && arg !== 'keys' && arg !== 'ungroup' && !(ROLES as readonly string[]).includes(arg)) {
+    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]|keys ...|ungroup]  (got "${arg}")\n`);
     process.exit(2);
   }
   const role = arg as Role;
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     throw err;
   }
   if (arg === 'stats') return runStats(config, process.argv.includes('--watch'));
+  if (arg === 'ungroup') process.exit(await runUngroup(config, (line) => process.stdout.write(`${line}\n`)));
   if (arg === 'keys') {
     const code = await runKeys(config, process.argv.slice(3), createLogger('warn'), (line) => process.stdout.write(`${line}\n`));
     process.exit(code);

@@ -9,7 +9,8 @@ import { PARCELS_QUEUE } from './modules/parcels/parcels.module.js';
 import { REPORTS_QUEUE } from './modules/reports/reports.module.js';
 import { createQueue, type QueueStats } from './queue/index.js';
 
-const QUEUES = [ORDERS_QUEUE, APPOINTMENTS_QUEUE, NOTIFICATIONS_QUEUE, PARCELS_QUEUE, REPORTS_QUEUE];
+/** Every queue of the service. */
+export const QUEUES = [ORDERS_QUEUE, APPOINTMENTS_QUEUE, NOTIFICATIONS_QUEUE, PARCELS_QUEUE, REPORTS_QUEUE];
 const WATCH_EVERY_MS = 2_000;
 
 export function formatStats(rows: readonly QueueStats[], now = Date.now()): string {

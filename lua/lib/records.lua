@@ -42,8 +42,13 @@ Invariants, kept by every function here:
   R2  n is the number of records in the groups (stats reads it: O(1)).
   R3  A group's fields and values are at most REC_MAX_LEN bytes: a record
       that would be longer is written to the legacy HASH instead.
-A record is looked for in its group first; the legacy HASH is read only when
-it exists.
+  R4  A job in flight has its record in the legacy HASH: a claim moves it
+      there (in flight is short, a token takes most records past 64 B, and
+      ack, nack and extend then find it with one HMGET a call); written back
+      as pending, it returns to its group when groups are on and it fits.
+A pending job's record is looked for in its group first, one in flight or
+dead in the legacy HASH first; the legacy HASH is read only when it exists,
+the groups only while they hold a record (n > 0).
 
 Group keys are built here from a prefix the caller declares in KEYS (the key
 itself never exists), as the due buckets' are: see lua/README.md, slot
@@ -101,42 +106,92 @@ local function recLegacyExists()
   return recLegacyLive
 end
 
--- The record of `id` and the key that holds it; false and nil when it has none.
-local function recGet(id)
+-- Whether any record is in a group now (R2 keeps the count exact): while
+-- none is (groups never on), no lookup hashes an id or reads a group.
+local function recGroupsInUse()
+  return recCount + recDelta > 0
+end
+
+local function recFromGroup(id)
   local key = recGroup(id)
-  local rec = redis.call('HGET', key, id)
-  if rec then return rec, key end
-  if recLegacyExists() then
-    rec = redis.call('HGET', recLegacy, id)
+  return redis.call('HGET', key, id), key
+end
+
+local function recFromLegacy(id)
+  if recLegacyExists() then return redis.call('HGET', recLegacy, id) end
+  return false
+end
+
+-- The record of `id` and the key that holds it; false and nil when it has
+-- none. A pending job's record is looked for in its group first; with
+-- `flying` (a job in flight or dead: a claim put its record in the jobs
+-- HASH), in the jobs HASH first.
+local function recGet(id, flying)
+  local rec, key
+  if flying then
+    rec = recFromLegacy(id)
+    if rec then return rec, recLegacy end
+  end
+  if recGroupsInUse() then
+    rec, key = recFromGroup(id)
+    if rec then return rec, key end
+  end
+  if not flying then
+    rec = recFromLegacy(id)
     if rec then return rec, recLegacy end
   end
   return false, nil
 end
 
--- The records of ids[from..to] and the keys that hold them, as two lists
--- indexed from 1; for an id without a record, false and its group's key
--- (recAdd takes it, instead of hashing the id again).
-local function recGetMany(ids, from, to)
-  local recs, keys, missed = {}, {}, {}
-  for i = from, to do
-    local key = recGroup(ids[i])
-    local rec = redis.call('HGET', key, ids[i])
-    local j = i - from + 1
-    recs[j], keys[j] = rec, key
-    if not rec then missed[#missed + 1] = j end
-  end
-  if #missed > 0 and recLegacyExists() then
+-- Looks for ids[from + j - 1], for each j of `js`, in the jobs HASH (one
+-- HMGET per CHUNK); fills recs[j] and keys[j] for those found, returns the
+-- other js.
+local function recManyFromLegacy(ids, from, js, recs, keys)
+  if #js == 0 or not recLegacyExists() then return js end
+  local left = {}
+  for k = 1, #js, CHUNK do
+    local last = math.min(k + CHUNK - 1, #js)
     local ask = {}
-    for k, j in ipairs(missed) do ask[k] = ids[from + j - 1] end
-    for k = 1, #ask, CHUNK do
-      local part = redis.call('HMGET', recLegacy, unpack(ask, k, math.min(k + CHUNK - 1, #ask)))
-      for m, rec in ipairs(part) do
-        if rec then
-          local j = missed[k + m - 1]
-          recs[j], keys[j] = rec, recLegacy
-        end
+    for m = k, last do ask[#ask + 1] = ids[from + js[m] - 1] end
+    local part = redis.call('HMGET', recLegacy, unpack(ask))
+    for m = k, last do
+      local rec = part[m - k + 1]
+      if rec then
+        recs[js[m]], keys[js[m]] = rec, recLegacy
+      else
+        left[#left + 1] = js[m]
       end
     end
+  end
+  return left
+end
+
+-- The same in the groups: keys[j] is set to the group's key whether the
+-- record is there or not (recAdd takes it for a new record).
+local function recManyFromGroups(ids, from, js, recs, keys)
+  if #js == 0 or not recGroupsInUse() then return js end
+  local left = {}
+  for _, j in ipairs(js) do
+    local rec, key = recFromGroup(ids[from + j - 1])
+    keys[j] = key
+    if rec then recs[j] = rec else left[#left + 1] = j end
+  end
+  return left
+end
+
+-- The records of ids[from..to] and the keys that hold them, as two lists
+-- indexed from 1: false for an id without a record, and then its group's key
+-- or nil. `flying` as in recGet.
+local function recGetMany(ids, from, to, flying)
+  local recs, keys, all = {}, {}, {}
+  for j = 1, to - from + 1 do
+    all[j] = j
+    recs[j] = false
+  end
+  if flying then
+    recManyFromGroups(ids, from, recManyFromLegacy(ids, from, all, recs, keys), recs, keys)
+  else
+    recManyFromLegacy(ids, from, recManyFromGroups(ids, from, all, recs, keys), recs, keys)
   end
   return recs, keys
 end
@@ -181,15 +236,26 @@ local function recDelete(key, id)
   if key ~= recLegacy then recDelta = recDelta - removed end
 end
 
--- Deletes the record of `id` wherever it is; 1 if it had one, else 0.
+-- Deletes the record of a dead job wherever it is (in the jobs HASH since
+-- its claim, as a rule); 1 if it had one, else 0.
 local function recRemove(id)
+  if recLegacyExists() and redis.call('HDEL', recLegacy, id) == 1 then return 1 end
+  if not recGroupsInUse() then return 0 end
   local removed = redis.call('HDEL', recGroup(id), id)
-  if removed == 1 then
-    recDelta = recDelta - 1
-    return 1
+  recDelta = recDelta - removed
+  return removed
+end
+
+-- Claimed records: written to the jobs HASH (a job in flight is short-lived,
+-- its token takes most records past 64 B, and ack, nack and extend then find
+-- it with one HMGET per call), each out of its group if it was in one.
+-- `pairs` is id, record, id, record ...; `keys` where each was found.
+local function recFly(pairs, keys)
+  for i = 1, #keys do
+    if keys[i] ~= recLegacy then recDelete(keys[i], pairs[2 * i - 1]) end
   end
-  if recLegacyExists() then return redis.call('HDEL', recLegacy, id) end
-  return 0
+  callChunked('HSET', recLegacy, pairs, 2)
+  if #pairs > 0 then recLegacyLive = true end
 end
 
 -- Splits group p (see the header) and moves p on.
@@ -218,6 +284,15 @@ end
 -- each. Only before a script's first lookup (the groups' keys change).
 local function recReserve(extra)
   while recCount + extra > (2 ^ recLevel + recSplit) * REC_LOAD do recSplitOne() end
+end
+
+-- Before the first lookup of a script that may move up to `n` records into
+-- their groups (a schedule's new records, a retry's, a release's or a
+-- redrive's records written back as pending): room for them, so that no group
+-- fills past its share before recDone splits (a group past the server's
+-- hash-max-listpack-entries would stay a hashtable for good).
+local function recMakeRoom(n)
+  if recGrouped then recReserve(n) end
 end
 
 -- Every script that reaches records calls this last: keeps n (R2), splits

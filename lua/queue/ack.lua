@@ -23,22 +23,24 @@ recUse(KEYS[2], KEYS[3], KEYS[4])
 local n = #ARGV / 2
 local ids = {}
 for i = 1, n do ids[i] = ARGV[2 * i - 1] end
-local valid, stale = {}, {}
+local valid, stale, inHash = {}, {}, {}
 for i = 1, n, CHUNK do
   local last = math.min(i + CHUNK - 1, n)
-  local recs, keys = recGetMany(ids, i, last)
+  local recs, keys = recGetMany(ids, i, last, true)
   local leases = redis.call('ZMSCORE', inflight, unpack(ids, i, last))
   for j = i, last do
     local rec, leased = recs[j - i + 1], leases[j - i + 1]
     if leased and recordHeldBy(rec, ARGV[2 * j]) then
       valid[#valid + 1] = ids[j]
-      recDelete(keys[j - i + 1], ids[j])
+      local key = keys[j - i + 1]
+      if key == recLegacy then inHash[#inHash + 1] = ids[j] else recDelete(key, ids[j]) end
     else
       stale[#stale + 1] = ids[j]
     end
   end
 end
 callChunked('ZREM', inflight, valid)
+callChunked('HDEL', recLegacy, inHash)
 callChunked('HDEL', errors, valid)
 recDone()
 local out = { #valid }

@@ -61,7 +61,7 @@ if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1 } end
 -- counted, so a job that keeps killing its workers ends in the dead set.
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, maxReclaim)
 if #expired > 0 then
-  local recs = recGetMany(expired, 1, #expired)
+  local recs = recGetMany(expired, 1, #expired, true)
   local errArgs, deadArgs = {}, {}
   callChunked('ZREM', inflight, expired, 1)
   for i, id in ipairs(expired) do
@@ -98,14 +98,15 @@ if maxClaim > 0 then
       return redis.error_reply('ERR fencing tokens exhausted: seq or the Redis clock is past 2^53 / 1024 ms')
     end
     redis.call('SET', seq, string.format('%d', token + n))
-    local zadd, deadArgs, errArgs = {}, {}, {}
+    local zadd, deadArgs, errArgs, flying, flyingKeys = {}, {}, {}, {}, {}
     for i = 1, n do
       local id, rec = ids[i], recs[i]
       token = token + 1
       if rec then
         local claimed, due = recordClaimed(rec, token)
         if claimed then
-          recPut(keys[i], id, claimed)
+          flying[#flying + 1] = id; flying[#flying + 1] = claimed
+          flyingKeys[#flyingKeys + 1] = keys[i]
           zadd[#zadd + 1] = deadline; zadd[#zadd + 1] = id
           out[#out + 1] = id; out[#out + 1] = due; out[#out + 1] = claimed
         else
@@ -117,6 +118,7 @@ if maxClaim > 0 then
       end
       -- A due entry without a record cannot be run; taking it out is the repair.
     end
+    recFly(flying, flyingKeys)
     callChunked('ZADD', inflight, zadd, 2)
     callChunked('ZADD', dead, deadArgs, 2)
     callChunked('HSET', errors, errArgs, 2)

@@ -17,7 +17,7 @@ Returns the new deadline (ms), or 0 when the lease is lost (nothing changed).
 ]]
 local inflight = KEYS[1]
 recUse(KEYS[2], KEYS[3], KEYS[4])
-local rec = recGet(ARGV[1])
+local rec = recGet(ARGV[1], true)
 if not recordHeldBy(rec, ARGV[2]) or not redis.call('ZSCORE', inflight, ARGV[1]) then
   return 0
 end

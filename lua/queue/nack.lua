@@ -31,8 +31,9 @@ Returns { code, time }: code 1 retry scheduled at time (ms), 2 dead since time
 local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
+recMakeRoom(1)
 local id, token, outcome = ARGV[2], ARGV[3], ARGV[4]
-local rec, key = recGet(id)
+local rec, key = recGet(id, true)
 if not recordHeldBy(rec, token) or not redis.call('ZSCORE', inflight, id) then
   return { 0, 0 }
 end

@@ -32,9 +32,10 @@ if ARGV[2] == 'one' then
 else
   ids = redis.call('ZRANGE', dead, 0, tonumber(ARGV[3]) - 1)
 end
+recMakeRoom(#ids)
 local count = 0
 for _, id in ipairs(ids) do
-  local rec, key = recGet(id)
+  local rec, key = recGet(id, true)
   local moved = rec and recordMoved(rec, nowText)
   if moved and redis.call('ZREM', dead, id) == 1 then
     recPut(key, id, moved)

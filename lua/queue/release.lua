@@ -31,6 +31,7 @@ Returns the number of jobs released (stale pairs are skipped).
 local due, dueBuckets, inflight = KEYS[1], KEYS[2], KEYS[3]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
+recMakeRoom((#ARGV - 3) / 2)
 local now = nowMs()
 local at = tonumber(ARGV[3])
 if ARGV[2] == 'in' then at = now + at end
@@ -38,7 +39,7 @@ local atText = string.format('%d', at)
 local released = 0
 for i = 4, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
-  local rec, key = recGet(id)
+  local rec, key = recGet(id, true)
   if recordHeldBy(rec, token) and redis.call('ZSCORE', inflight, id) then
     -- Token 0 (never handed out) so the releasing worker cannot ack it later.
     recPut(key, id, recordRequeued(rec, atText, true))

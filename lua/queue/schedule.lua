@@ -53,8 +53,7 @@ local now = nowMs()
 local n = tonumber(ARGV[2])
 local mode, relative, typ, maxA = ARGV[3], ARGV[4] == 'in', ARGV[5], ARGV[6]
 recSetGrouped(ARGV[7] == '1')
--- Room for every job of the call before the first lookup: no group fills past its share.
-if ARGV[7] == '1' then recReserve(n) end
+recMakeRoom(n)
 -- A new record is '0,0,' .. due .. tail .. payload.
 local tail = ',' .. maxA .. ',' .. typ .. ','
 local codes = {}
@@ -101,29 +100,34 @@ for i = 0, n - 1 do
   else
     local newRec
     if typ == '' then
-      -- Keep type, payload and max attempts: only the time moves.
+      -- Keep type, payload and max attempts: only the time moves (nil for
+      -- an unreadable record: it is left as it is, for a claim to park).
       newRec = recordMoved(rec, dueText)
     else
       newRec = recordNew(dueText, tail, payload)
     end
-    if rec then
-      if pending then
-        dueRemove(recordDue(rec), id)
-      elseif leased then
-        redis.call('ZREM', inflight, id)
-      else
-        redis.call('ZREM', dead, id)
-      end
-      recPut(key, id, newRec)
-      redis.call('HDEL', errors, id)
-      codes[i + 1] = '2'
+    if not newRec then
+      codes[i + 1] = '4'
     else
-      recAdd(id, newRec, key)
-      codes[i + 1] = '1'
-    end
-    dueAdd(dueText, id)
-    if headScore == nil or due < headScore then
-      headScore = due; newHead = due
+      if rec then
+        if pending then
+          dueRemove(recordDue(rec), id)
+        elseif leased then
+          redis.call('ZREM', inflight, id)
+        else
+          redis.call('ZREM', dead, id)
+        end
+        recPut(key, id, newRec)
+        redis.call('HDEL', errors, id)
+        codes[i + 1] = '2'
+      else
+        recAdd(id, newRec, key)
+        codes[i + 1] = '1'
+      end
+      dueAdd(dueText, id)
+      if headScore == nil or due < headScore then
+        headScore = due; newHead = due
+      end
     end
   end
 end

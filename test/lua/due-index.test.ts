@@ -23,7 +23,7 @@ afterAll(async () => {
 function queue(tag: string): Queue {
   const name = uniqueQueueName(tag);
   names.push(name);
-  return createQueue(redis, { name, types: { t: {} } });
+  return createQueue(redis, { name, types: { t: {} }, recordGroups: true });
 }
 
 const redisNow = () => redisNowMs(redis);

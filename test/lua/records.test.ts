@@ -10,10 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../src/core/redis.js';
 import { type ShardKeys, recordGroupKey } from '../../src/queue/keys.js';
 import { type Queue, createQueue } from '../../src/queue/producer/queue.js';
-import { readLua, runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
+import { readLua, runAck, runClaim, runNack, runRedrive, runRelease, runUngroup } from '../../src/queue/scripts/scripts.js';
 import { dueIndexProblems } from '../helpers/due-index.js';
 import { recordGroupKeys, recordGroupsState } from '../helpers/records.js';
-import { dropQueue, redisClient } from '../helpers/redis.js';
+import { REDIS_ENV, dropPrefix, dropQueue, redisClient } from '../helpers/redis.js';
+import { loadConfig } from '../../src/config.js';
+import { ORDERS_QUEUE } from '../../src/modules/orders/orders.module.js';
+import { runUngroup as runUngroupCommand } from '../../src/ungroup.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -30,7 +33,7 @@ afterAll(async () => {
 function queues(tag: string): { on: Queue; off: Queue; k: ShardKeys } {
   const name = `rec-${tag}-${process.pid}-${seq++}`;
   names.push(name);
-  const on = createQueue(redis, { name, types: { t: {} } });
+  const on = createQueue(redis, { name, types: { t: {} }, recordGroups: true });
   const off = createQueue(redis, { name, types: { t: {} }, recordGroups: false });
   return { on, off, k: on.keys[0]! };
 }
@@ -50,12 +53,17 @@ async function recordProblems(k: ShardKeys): Promise<{ problems: string[]; where
       if (recordGroupKey(k, id, state) !== key) problems.push(`R1: ${id} in ${key}, its group is ${recordGroupKey(k, id, state)}`);
       if (Buffer.byteLength(id) > 64 || Buffer.byteLength(text) > 64) problems.push(`R3: ${id} in ${key} longer than 64 B`);
     }
+    // Room is made before records move in: no group past 128 (a server set at its zset default would make it a hashtable).
+    if (key !== k.jobs && Object.keys(fields).length > 128) problems.push(`room: ${key} holds ${Object.keys(fields).length} records`);
     if (key !== k.jobs && Object.keys(fields).length > 0) {
       const enc = await redis.object('ENCODING', key);
       if (enc !== 'listpack') problems.push(`R3: ${key} is a ${String(enc)}`);
     }
   }
   for (const [id, keys] of where) if (keys.length > 1) problems.push(`R1: ${id} has records in ${keys.join(', ')}`);
+  for (const id of await redis.zrange(k.inflight, 0, -1)) {
+    if (where.get(id)?.[0] !== k.jobs) problems.push(`R4: ${id} is in flight, its record in ${String(where.get(id))}`);
+  }
   if (inGroups !== state.count) problems.push(`R2: ${inGroups} records in groups, n says ${state.count}`);
   if (state.count > (2 ** state.level + state.split) * REC_LOAD) problems.push(`split: ${state.count} records in ${2 ** state.level + state.split} groups`);
   return { problems, where };
@@ -70,7 +78,8 @@ type Cmd =
   | { kind: 'settle'; how: 'ack' | 'retry' | 'release' | 'dead'; count: number }
   | { kind: 'cancel'; id: number }
   | { kind: 'redrive' }
-  | { kind: 'deleteDead' };
+  | { kind: 'deleteDead' }
+  | { kind: 'ungroup' };
 
 const IDS = 400;
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
@@ -84,18 +93,19 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
       mode: fc.constantFrom('upsert' as const, 'nx' as const, 'xx' as const),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('claim' as const), max: fc.integer({ min: 1, max: 150 }) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('claim' as const), max: fc.integer({ min: 1, max: IDS }) }) },
   {
     weight: 3,
     arbitrary: fc.record({
       kind: fc.constant('settle' as const),
       how: fc.constantFrom('ack' as const, 'retry' as const, 'release' as const, 'dead' as const),
-      count: fc.integer({ min: 1, max: 60 }),
+      count: fc.integer({ min: 1, max: IDS }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), id: fc.nat(IDS - 1) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'redrive' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'deleteDead' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'ungroup' as const }) },
 );
 
 type State = 'pending' | 'in_flight' | 'dead';
@@ -159,12 +169,18 @@ describe('record groups', () => {
               expect(await runRedrive(redis, k, { id: dead[0] }), at).toBe(1);
               dead[1].state = 'pending';
             }
-          } else {
+          } else if (c.kind === 'deleteDead') {
             const dead = [...model].find(([, m]) => m.state === 'dead');
             if (dead) {
               expect(await on.deleteDead(dead[0]), at).toBe(true);
               model.delete(dead[0]);
             }
+          } else {
+            // A rollback's first step: every record back in the jobs HASH, the groups' state gone.
+            await off.ungroup();
+            expect(await redis.exists(k.records), at).toBe(0);
+            const { where } = await recordProblems(k);
+            expect([...where.values()].filter((keys) => keys.length !== 1 || keys[0] !== k.jobs), at).toEqual([]);
           }
           const { problems, where } = await recordProblems(k);
           expect(problems, at).toEqual([]);
@@ -235,6 +251,69 @@ describe('record groups', () => {
     expect(await on.get('g2')).toMatchObject({ state: 'pending', attempts: 1, payload });
     expect(await recordGroupsState(redis, k)).toMatchObject({ count: 1 });
     expect((await recordProblems(k)).problems).toEqual([]);
+  });
+
+  it('moves every record out of the groups a few groups a call, jobs unchanged, for a build that reads only the jobs HASH', async () => {
+    const { on, off, k } = queues('ungroup');
+    await on.scheduleMany(Array.from({ length: 3_000 }, (_, i) => ({ id: `u${i}`, type: 't', delayMs: i < 1_000 ? 0 : 3_600_000, payload: { i } })));
+    const claimed = (await runClaim(redis, k, 200, 600_000, 0)).jobs;
+    for (const j of claimed.slice(0, 50)) await runNack(redis, k, j.id, Number(j.record.split(',')[0]), 'dead', 0, 'boom');
+    const before = await on.stats();
+    const groups = (await recordGroupKeys(redis, k)).length;
+    expect(groups).toBeGreaterThan(100);
+    let calls = 0;
+    let moved = 0;
+    for (let next: number | null = null; next !== -1; calls++) {
+      const r = await runUngroup(redis, k, next, 7);
+      moved += r.moved;
+      next = r.next;
+    }
+    expect(calls).toBe(Math.ceil(groups / 7));
+    expect(moved).toBe(2_800); // the 200 claimed were in the jobs HASH already
+    expect(await redis.exists(k.records)).toBe(0);
+    expect(await redis.hlen(k.jobs)).toBe(3_000);
+    expect(await off.stats()).toMatchObject({ pending: before.pending, dueNow: before.dueNow, inFlight: before.inFlight, dead: before.dead, nextDueAt: before.nextDueAt });
+    expect(await off.get('u2999')).toMatchObject({ state: 'pending', payload: { i: 2_999 } });
+    expect((await runClaim(redis, k, 1_000, 600_000, 0)).jobs).toHaveLength(800);
+    expect(await off.ungroup()).toBe(0);
+    expect((await recordProblems(k)).problems).toEqual([]);
+  });
+
+  it('the ungroup command empties the groups of every queue, and refuses to run with the groups on', async () => {
+    const prefix = `ug${process.pid}${seq++}`;
+    const config = (groups: '0' | '1') => loadConfig({ ...REDIS_ENV, QUEUE_PREFIX: prefix, QUEUE_RECORD_GROUPS: groups });
+    const orders = createQueue(redis, { name: ORDERS_QUEUE, prefix, types: { t: {} }, recordGroups: true });
+    await orders.scheduleMany(Array.from({ length: 500 }, (_, i) => ({ id: `o${i}`, type: 't', delayMs: 3_600_000 })));
+    const k = orders.keys[0]!;
+    const lines: string[] = [];
+    try {
+      expect(await runUngroupCommand(config('1'), (l) => lines.push(l))).toBe(2);
+      expect(await recordGroupsState(redis, k)).toMatchObject({ count: 500 });
+      expect(await runUngroupCommand(config('0'), (l) => lines.push(l))).toBe(0);
+      expect(lines).toContain(`${ORDERS_QUEUE}: 500 records moved to the one records HASH of each shard`);
+      expect(await redis.exists(k.records)).toBe(0);
+      expect(await redis.hlen(k.jobs)).toBe(500);
+    } finally {
+      await dropPrefix(redis, prefix);
+    }
+  });
+
+  it('makes room in the groups before a release or a redrive moves many records into them', async () => {
+    for (const how of ['release', 'redrive'] as const) {
+      const { on, off, k } = queues(`room-${how}`);
+      // 1 000 records written with groups off (an earlier build, or before the switch), claimed: all in the jobs HASH.
+      await off.scheduleMany(Array.from({ length: 1_000 }, (_, i) => ({ id: `r${i}`, type: 't', delayMs: 0 })));
+      const claimed = (await runClaim(redis, k, 1_000, 600_000, 0)).jobs;
+      const held = claimed.map((j) => ({ id: j.id, token: Number(j.record.split(',')[0]) }));
+      if (how === 'redrive') for (const h of held) await runNack(redis, k, h.id, h.token, 'dead', 0, 'boom');
+      await on.schedule({ id: 'switch', type: 't', delayMs: 3_600_000 }); // groups on from here
+      if (how === 'release') expect(await runRelease(redis, k, held)).toBe(1_000);
+      else expect(await on.redriveAll(1_000)).toBe(1_000);
+      expect(await recordGroupsState(redis, k)).toMatchObject({ count: 1_001 });
+      const { problems } = await recordProblems(k);
+      expect(problems, how).toEqual([]);
+      expect(await on.stats()).toMatchObject({ pending: 1_001, inFlight: 0, dead: 0 });
+    }
   });
 
   it('with groups off writes nothing of the groups, not even their state', async () => {

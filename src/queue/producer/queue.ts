@@ -33,6 +33,7 @@ import {
   runSchedule,
   runStats,
   runTrimDead,
+  runUngroup,
 } from '../scripts/scripts.js';
 
 export type { JobInfo, JobState, JobTypeOptions, QueueStats } from '../types.js';
@@ -44,7 +45,7 @@ export type QueueOptions = {
   /** Shards (job id hash mod shards), each on its own hash tag. Default 1. */
   readonly shards?: number;
   /**
-   * Whether new job records go to the shard's record groups (default) or to
+   * Whether new job records go to the shard's record groups or (default) to
    * its one jobs HASH, the only place builds before the groups read them
    * (lua/lib/records.lua). Records are found in either place whatever this
    * says. The service passes QUEUE_RECORD_GROUPS (0 by default in this release).
@@ -79,7 +80,7 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
   const prefix = options.prefix ?? 'dq';
   const maxPayloadBytes = options.maxPayloadBytes ?? 64 * 1024;
   const deadRetention = options.deadRetention ?? DEFAULT_DEAD_RETENTION;
-  const recordGroups = options.recordGroups ?? true;
+  const recordGroups = options.recordGroups ?? false;
   if (!QUEUE_NAME_PATTERN.test(name)) invalidOptions(`queue name must match ${QUEUE_NAME_PATTERN}: ${name}`);
   if (!Number.isInteger(shards) || shards < 1 || shards > 1024) invalidOptions(`shards must be 1..1024: ${shards}`);
   for (const [type, t] of Object.entries(options.types)) {
@@ -260,6 +261,24 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     return removed;
   }
 
+  /**
+   * Moves every record out of the record groups into the shards' jobs HASHes
+   * (for a rollback to a build that reads only those), 100 groups a call;
+   * returns how many moved. Every process must write with groups off
+   * (recordGroups false) meanwhile, or records go back as they are written.
+   */
+  async function ungroup(): Promise<number> {
+    let moved = 0;
+    for (const k of keys) {
+      for (let next: number | null = null; next !== -1;) {
+        const r = await runUngroup(redis, k, next, 100);
+        moved += r.moved;
+        next = r.next;
+      }
+    }
+    return moved;
+  }
+
   async function deleteDead(id: string): Promise<boolean> {
     checkId(id);
     return (await runDeleteDead(redis, keysOf(id), [id])) === 1;
@@ -286,6 +305,7 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     redrive,
     redriveAll,
     deleteDead,
+    ungroup,
     trimDead,
     listDead,
     /** Calls `listener` with the number of jobs each schedule call created or moved (for metrics). */

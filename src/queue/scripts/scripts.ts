@@ -80,6 +80,7 @@ export const SCRIPTS = {
   dqDeleteDead: { file: 'queue/delete-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['chunk', 'records'] },
   dqTrimDead: { file: 'queue/trim-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['time', 'chunk', 'records'] },
   dqInspect: { file: 'queue/inspect.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['record', 'chunk', 'records'] },
+  dqUngroup: { file: 'queue/ungroup.lua', keys: ['jobs', 'records', 'recordGroups'], libs: ['chunk', 'records'] },
   dqStats: {
     file: 'queue/stats.lua',
     keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead'],
@@ -292,6 +293,12 @@ export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): 
     diedAt: num(r[3]),
     lastError: r[4] ?? null,
   };
+}
+
+/** Moves the records of up to `maxGroups` record groups, counting down from `from` (null: the last), into the jobs HASH; next is -1 when none is left. */
+export async function runUngroup(redis: RedisClient, k: ShardKeys, from: number | null, maxGroups: number): Promise<{ moved: number; next: number }> {
+  const r = (await call(redis, 'dqUngroup', k, [from === null ? '' : from, maxGroups])) as number[];
+  return { moved: Number(r[0]), next: Number(r[1]) };
 }
 
 export type StatsReply = {

@@ -1,0 +1,28 @@
+// The `ungroup` subcommand: moves every job record out of the record groups
+// into each shard's one records HASH, the first step of a rollback to a build
+// that reads only that HASH (README, Upgrading). Refuses to run with
+// QUEUE_RECORD_GROUPS=1: every process must write without groups meanwhile,
+// this one included.
+import type { Config } from './config.js';
+import { createRedis, redisTargetOf } from './core/redis.js';
+import { createQueue } from './queue/index.js';
+import { QUEUES } from './stats.js';
+
+export async function runUngroup(config: Config, out: (line: string) => void): Promise<number> {
+  if (config.QUEUE_RECORD_GROUPS === '1') {
+    out(
+      'refusing: QUEUE_RECORD_GROUPS=1 here. Set QUEUE_RECORD_GROUPS=0 for every process (this one too) first, or records go back into groups as they are written.',
+    );
+    return 2;
+  }
+  const redis = createRedis(redisTargetOf(config), 'ots-ungroup');
+  try {
+    for (const name of QUEUES) {
+      const queue = createQueue(redis, { name, types: {}, prefix: config.QUEUE_PREFIX, shards: config.QUEUE_SHARDS });
+      out(`${name}: ${await queue.ungroup()} records moved to the one records HASH of each shard`);
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+  }
+}
