@@ -148,28 +148,28 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
 type ServiceJob = { what: string; job: (at: number) => ScheduleInput };
 const SERVICE_JOBS: ServiceJob[] = [
   {
-    what: 'order expiry as the service writes it with QUEUE_RECORD_GROUPS=0 (payload `{orderId}`, for workers of earlier builds)',
+    what: 'order expiry with the payload `{orderId}` (what the service writes with QUEUE_RECORD_GROUPS=0)',
     job: (at) => {
       const orderId = randomUUID();
       return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, false), mode: 'nx' };
     },
   },
   {
-    what: 'order expiry as the service writes it with QUEUE_RECORD_GROUPS=1 (payload `{}`, the order read from the job id)',
+    what: 'order expiry with the payload `{}` (what the service writes with QUEUE_RECORD_GROUPS=1)',
     job: (at) => {
       const orderId = randomUUID();
       return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, true), mode: 'nx' };
     },
   },
   {
-    what: 'appointment reminder as the service writes it with QUEUE_RECORD_GROUPS=0 (payload `{appointmentId, startsAt}`)',
+    what: 'appointment reminder with the payload `{appointmentId, startsAt}` (QUEUE_RECORD_GROUPS=0)',
     job: (at) => {
       const id = randomUUID();
       return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, false), mode: 'nx' };
     },
   },
   {
-    what: 'appointment reminder as the service writes it with QUEUE_RECORD_GROUPS=1 (payload `{startsAt}`)',
+    what: 'appointment reminder with the payload `{startsAt}` (QUEUE_RECORD_GROUPS=1)',
     job: (at) => {
       const id = randomUUID();
       return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, true), mode: 'nx' };

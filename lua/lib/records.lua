@@ -57,9 +57,9 @@ migration.
 
 -- Records per group on average before a split; groups not yet split in a
 -- round hold up to twice as many. A lookup or a write walks its group's
--- listpack, so the load is what a record costs in Redis time: at 16, about
--- as much as in one large HASH, where 40 cost half as much again, for about
--- 4 B a job more (the groups' own keys; BENCHMARKS.md, Engine at size).
+-- listpack, so the load sets what a pending record costs in Redis time: 40
+-- cost about half as much again as 16, which costs about 4 B a job more (the
+-- groups' own keys; BENCHMARKS.md, Engine at size).
 local REC_LOAD = 16
 -- Redis' default hash-max-listpack-value: one longer field or value turns a
 -- whole group into a hashtable.
