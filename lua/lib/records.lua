@@ -281,9 +281,20 @@ local function recSplitOne()
 end
 
 -- Splits until the groups have room for `extra` more records at REC_LOAD
--- each. Only before a script's first lookup (the groups' keys change).
+-- each. Only before a script's first lookup, or in recDone (the groups' keys
+-- change). The new level and split pointer are saved at once: a script that
+-- returns early (a stale nack) must not leave records moved by a split that
+-- the state does not know of, where no lookup would find them.
 local function recReserve(extra)
-  while recCount + extra > (2 ^ recLevel + recSplit) * REC_LOAD do recSplitOne() end
+  local split = false
+  while recCount + extra > (2 ^ recLevel + recSplit) * REC_LOAD do
+    recSplitOne()
+    split = true
+  end
+  if split then
+    redis.call('HSET', recMeta, 'n', string.format('%d', recCount), 'l', string.format('%d', recLevel), 'p', string.format('%d', recSplit))
+    recShape = recLevel .. ',' .. recSplit
+  end
 end
 
 -- Before the first lookup of a script that may move up to `n` records into
@@ -295,19 +306,16 @@ local function recMakeRoom(n)
   if recGrouped then recReserve(n) end
 end
 
--- Every script that reaches records calls this last: keeps n (R2), splits
--- groups while they hold more than REC_LOAD records on average, and saves
--- the level and split pointer when they moved.
+-- Every script that changed records calls this last: keeps n (R2) and
+-- splits groups while they hold more than REC_LOAD records on average. A
+-- script that changed no record may return without it.
 local function recDone()
   recCount = recCount + recDelta
   local moved = recDelta ~= 0
   recDelta = 0
+  local shape = recShape
   recReserve(0)
-  if recShape ~= recLevel .. ',' .. recSplit then
-    redis.call('HSET', recMeta, 'n', string.format('%d', recCount), 'l', string.format('%d', recLevel), 'p', string.format('%d', recSplit))
-  elseif moved then
-    redis.call('HSET', recMeta, 'n', string.format('%d', recCount))
-  end
+  if moved and recShape == shape then redis.call('HSET', recMeta, 'n', string.format('%d', recCount)) end
 end
 
 -- Records in the shard: the groups' count and the legacy HASH's.

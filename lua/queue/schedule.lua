@@ -99,7 +99,11 @@ for i = 0, n - 1 do
     codes[i + 1] = '4'
   else
     local newRec
-    if typ == '' then
+    if pending and not recordDue(rec) then
+      -- Unreadable while pending: its bucket is unknown, so it cannot be
+      -- moved; left as it is for a claim to park (answered as not found).
+      newRec = nil
+    elseif typ == '' then
       -- Keep type, payload and max attempts: only the time moves (nil for
       -- an unreadable record: it is left as it is, for a claim to park).
       newRec = recordMoved(rec, dueText)

@@ -16,7 +16,10 @@ ARGV[1] the group to go on from, counting down ("" for the last one)
 ARGV[2] most groups to empty in this call
 
 Returns { moved, next }: the records moved, and the group the next call goes
-on from; next is -1 when the groups are empty and their state is gone.
+on from; next is -1 when the groups are empty and their state is gone, -2
+when records are counted but none is left below the cursor (a process with
+QUEUE_RECORD_GROUPS=1 wrote some meanwhile, or split): start again from the
+top.
 ]]
 recUse(KEYS[1], KEYS[2], KEYS[3])
 recSetGrouped(false)
@@ -34,13 +37,11 @@ while g >= 0 and steps < tonumber(ARGV[2]) and recCount + recDelta > 0 do
   g = g - 1
   steps = steps + 1
 end
-if recCount + recDelta > 0 and g < 0 then
-  return redis.error_reply('ERR record groups: ' .. (recCount + recDelta) .. ' records counted but none left in the groups')
-end
 if recCount + recDelta == 0 then
   -- No record left in a group: the state goes too, as if groups had never been on.
   redis.call('DEL', recMeta)
   return { moved, -1 }
 end
 recDone()
+if g < 0 then return { moved, -2 } end
 return { moved, g }

@@ -15,8 +15,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PARCELS_QUEUE } from '../../src/modules/parcels/parcels.module.js';
-import { batcherKeys, batcherPrefix } from '../../src/queue/keys.js';
+import { batcherKeys, batcherPrefix, shardKeys } from '../../src/queue/keys.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
+import { getRecord } from '../helpers/records.js';
 import { sleep, waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
@@ -172,7 +173,7 @@ describe('connections gone silent', () => {
         const r = await order();
         if (r.status !== 201) return false;
         after = r.body.id as string;
-        return (await direct.hexists(`${svc.prefix}:{orders:0}:jobs`, expireJobId(after))) === 1;
+        return (await getRecord(direct, shardKeys(svc.prefix, 'orders', 0), expireJobId(after))) !== null;
       },
       15_000,
       250,

@@ -11,8 +11,8 @@ import type { RedisClient } from '../../src/core/redis.js';
 import { type ShardKeys, recordGroupKey } from '../../src/queue/keys.js';
 import { type Queue, createQueue } from '../../src/queue/producer/queue.js';
 import { readLua, runAck, runClaim, runNack, runRedrive, runRelease, runUngroup } from '../../src/queue/scripts/scripts.js';
-import { dueIndexProblems } from '../helpers/due-index.js';
-import { recordGroupKeys, recordGroupsState } from '../helpers/records.js';
+import { dueIndexProblems, pendingJobs } from '../helpers/due-index.js';
+import { getRecord, recordGroupKeys, recordGroupsState, setRecord } from '../helpers/records.js';
 import { REDIS_ENV, dropPrefix, dropQueue, redisClient } from '../helpers/redis.js';
 import { loadConfig } from '../../src/config.js';
 import { ORDERS_QUEUE } from '../../src/modules/orders/orders.module.js';
@@ -314,6 +314,55 @@ describe('record groups', () => {
       expect(problems, how).toEqual([]);
       expect(await on.stats()).toMatchObject({ pending: 1_001, inFlight: 0, dead: 0 });
     }
+  });
+
+  it('keeps a split made for a nack that then changes nothing (stale, or a death): every record still found', async () => {
+    for (const how of ['stale', 'dead'] as const) {
+      const { on, k } = queues(`nack-${how}`);
+      // Groups exactly full (16 records in the one group), and a job in flight whose record is long (the jobs HASH).
+      await on.schedule({ id: 'long', type: 't', delayMs: 0, payload: { pad: 'x'.repeat(80) } });
+      await on.scheduleMany(Array.from({ length: REC_LOAD }, (_, i) => ({ id: `p${i}`, type: 't', delayMs: 3_600_000 })));
+      expect(await recordGroupsState(redis, k)).toEqual({ level: 0, split: 0, count: REC_LOAD });
+      const [j] = (await runClaim(redis, k, 1, 600_000, 0)).jobs;
+      const token = Number(j!.record.split(',')[0]);
+      const r = await runNack(redis, k, 'long', how === 'stale' ? token - 1 : token, how === 'stale' ? 'retry' : 'dead', 0, 'boom');
+      expect(r.code).toBe(how === 'stale' ? 0 : 2);
+      expect((await recordProblems(k)).problems, how).toEqual([]);
+      for (let i = 0; i < REC_LOAD; i++) expect(await on.get(`p${i}`), `${how} p${i}`).toMatchObject({ state: 'pending' });
+    }
+  });
+
+  it('empties the groups though a writer with groups on adds records behind the cursor (once more from the top)', async () => {
+    const { on, off, k } = queues('ungroup-race');
+    await on.scheduleMany(Array.from({ length: 40 }, (_, i) => ({ id: `a${i}`, type: 't', delayMs: 3_600_000 })));
+    const first = await runUngroup(redis, k, null, 1);
+    expect(first.next).toBeGreaterThanOrEqual(0);
+    // A process still writing with groups on, between two of the command's steps.
+    await on.scheduleMany(Array.from({ length: 40 }, (_, i) => ({ id: `b${i}`, type: 't', delayMs: 3_600_000 })));
+    let moved = first.moved;
+    let restarted = false;
+    for (let next: number | null = first.next; next !== -1; ) {
+      const r = await runUngroup(redis, k, next, 1);
+      moved += r.moved;
+      if (r.next === -2) restarted = true;
+      next = r.next === -2 ? null : r.next;
+    }
+    expect(moved).toBe(80);
+    expect(await redis.exists(k.records)).toBe(0);
+    expect(await redis.hlen(k.jobs)).toBe(80);
+    expect(await off.stats()).toMatchObject({ pending: 80 });
+    expect(restarted).toBe(true);
+  });
+
+  it('leaves an unreadable pending record where it is when a schedule would replace it (its bucket is unknown)', async () => {
+    const { on, k } = queues('unreadable');
+    await on.scheduleMany(Array.from({ length: 300 }, (_, i) => ({ id: `j${i}`, type: 't', delayMs: 3_600_000 + i * 1_000 })));
+    await setRecord(redis, k, 'j7', 'garbage');
+    expect(await on.schedule({ id: 'j7', type: 't', delayMs: 400_000, payload: { v: 2 }, mode: 'upsert' })).toMatchObject({ status: 'not_found' });
+    expect(await on.reschedule('j7', { delayMs: 400_000 })).toMatchObject({ status: 'not_found' });
+    const held = (await pendingJobs(redis, k)).filter((j) => j.id === 'j7');
+    expect(held).toHaveLength(1);
+    expect(await getRecord(redis, k, 'j7')).toBe('garbage');
   });
 
   it('with groups off writes nothing of the groups, not even their state', async () => {

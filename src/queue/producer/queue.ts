@@ -270,10 +270,15 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
   async function ungroup(): Promise<number> {
     let moved = 0;
     for (const k of keys) {
+      let passes = 1;
       for (let next: number | null = null; next !== -1;) {
         const r = await runUngroup(redis, k, next, 100);
         moved += r.moved;
-        next = r.next;
+        next = r.next === -2 ? null : r.next;
+        // Records written into the groups behind the cursor: once more from the top, a few times at most.
+        if (r.next === -2 && ++passes > 3) {
+          throw new Error(`record groups of ${k.records} keep filling while they are emptied: a process still runs with QUEUE_RECORD_GROUPS=1`);
+        }
       }
     }
     return moved;

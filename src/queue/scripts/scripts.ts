@@ -295,7 +295,11 @@ export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): 
   };
 }
 
-/** Moves the records of up to `maxGroups` record groups, counting down from `from` (null: the last), into the jobs HASH; next is -1 when none is left. */
+/**
+ * Moves the records of up to `maxGroups` record groups, counting down from
+ * `from` (null: the last), into the jobs HASH; next is -1 when none is left,
+ * -2 when some were written behind the cursor (start again from the last).
+ */
 export async function runUngroup(redis: RedisClient, k: ShardKeys, from: number | null, maxGroups: number): Promise<{ moved: number; next: number }> {
   const r = (await call(redis, 'dqUngroup', k, [from === null ? '' : from, maxGroups])) as number[];
   return { moved: Number(r[0]), next: Number(r[1]) };
