@@ -13,8 +13,8 @@ export type ShardKeys = {
   readonly dueBuckets: string;
   readonly inflight: string;
   /**
-   * Job records too long for a record group, written with groups off, or
-   * written before the groups (lua/lib/records.lua).
+   * Job records of jobs in flight, records too long for a record group, and
+   * those written with groups off or before the groups (lua/lib/records.lua).
    */
   readonly jobs: string;
   /** The record groups' level, split pointer and record count (lua/lib/records.lua). */
