@@ -66,7 +66,7 @@ local REC_LOAD = 16
 local REC_MAX_LEN = 64
 
 local recLegacy, recMeta, recPrefix
-local recLevel, recSplit, recCount, recDelta, recGrouped, recShape
+local recLevel, recSplit, recCount, recDelta, recGrouped
 local recLegacyLive -- nil until asked: whether the legacy HASH exists
 
 -- Every script that reaches records calls this once, before any other function here.
@@ -75,7 +75,6 @@ local function recUse(legacy, meta, prefix)
   local m = redis.call('HMGET', meta, 'l', 'p', 'n', 'g')
   recLevel, recSplit, recCount = tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0')
   recGrouped = m[4] == '1'
-  recShape = recLevel .. ',' .. recSplit
   recDelta = 0
 end
 
@@ -284,7 +283,8 @@ end
 -- each. Only before a script's first lookup, or in recDone (the groups' keys
 -- change). The new level and split pointer are saved at once: a script that
 -- returns early (a stale nack) must not leave records moved by a split that
--- the state does not know of, where no lookup would find them.
+-- the state does not know of, where no lookup would find them. Returns
+-- whether it split (and so saved the count too).
 local function recReserve(extra)
   local split = false
   while recCount + extra > (2 ^ recLevel + recSplit) * REC_LOAD do
@@ -293,8 +293,8 @@ local function recReserve(extra)
   end
   if split then
     redis.call('HSET', recMeta, 'n', string.format('%d', recCount), 'l', string.format('%d', recLevel), 'p', string.format('%d', recSplit))
-    recShape = recLevel .. ',' .. recSplit
   end
+  return split
 end
 
 -- Before the first lookup of a script that may move up to `n` records into
@@ -313,9 +313,7 @@ local function recDone()
   recCount = recCount + recDelta
   local moved = recDelta ~= 0
   recDelta = 0
-  local shape = recShape
-  recReserve(0)
-  if moved and recShape == shape then redis.call('HSET', recMeta, 'n', string.format('%d', recCount)) end
+  if not recReserve(0) and moved then redis.call('HSET', recMeta, 'n', string.format('%d', recCount)) end
 end
 
 -- Records in the shard: the groups' count and the legacy HASH's.
