@@ -135,17 +135,24 @@ export function createParcelsRepository(db: Db) {
         }
       }
       if (tracking.length === 0) return { committed: [], left: [] };
+      // Every step is linear in the call's parcels: a batch is judged on its
+      // parcels' rows (window functions over the locked rows), and the answer
+      // comes back as rows of three kinds, put together here. Joins of the
+      // statement's own CTEs, which the planner takes for one row each, ran
+      // as nested loops whose cost grew with the square of a call's size
+      // (BENCHMARKS.md, parcel intake, 2026-11-26).
       const rows = await db.$queryRawUnsafe<
         {
-          batch_id: string | null;
+          kind: 'batch' | 'notice' | 'parcel';
+          batch_id: string;
+          id: string | null;
           attached: number | null;
-          tracking_nos: string[] | null;
-          notification_id: string | null;
           created_at: Date | null;
           tracking_no: string | null;
           area_code: string | null;
-          arrived_ms: number | null;
-          due_in_ms: number | null;
+          arrived_ms: bigint | null;
+          due_in_ms: bigint | null;
+          ok: boolean | null;
         }[]
       >(
         `WITH input AS (
@@ -158,39 +165,41 @@ export function createParcelsRepository(db: Db) {
             WHERE parcels.batch_id IS NULL
             ORDER BY parcels.tracking_no -- one lock order for all committers: no deadlock
             FOR UPDATE OF parcels
-         ), counts AS (
-           SELECT w.batch_id, count(*)::int AS n, min(w.created_at) AS first FROM w GROUP BY w.batch_id
-         ), ok AS (
-           SELECT batch_id, n FROM counts
-            WHERE CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
-                                ELSE n = $6::int END
-         ), p AS (
-           SELECT w.tracking_no, w.batch_id FROM w JOIN ok ON ok.batch_id = w.batch_id
+         ), counted AS (
+           SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
+             FROM w WINDOW per_batch AS (PARTITION BY w.batch_id)
+         ), judged AS (
+           -- A batch is made only if it still is one (the rule above), judged on each of its parcels' rows.
+           SELECT counted.*,
+                  CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
+                                ELSE n = $6::int END AS ok
+             FROM counted
          ), b AS (
            INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-           SELECT ok.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", ok.n, now()
-             FROM ok JOIN (SELECT DISTINCT batch_id, area_code FROM input) i ON i.batch_id = ok.batch_id
-             JOIN areas a ON a.code = i.area_code
+           SELECT j.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", j.n, now()
+             FROM (SELECT DISTINCT ON (batch_id) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id) j
+             JOIN areas a ON a.code = j.area_code
            RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
          ), u AS (
-           UPDATE parcels SET batch_id = p.batch_id, status = 'BATCHED', batched_at = now()
-             FROM p WHERE parcels.tracking_no = p.tracking_no
+           UPDATE parcels SET batch_id = j.batch_id, status = 'BATCHED', batched_at = now()
+             FROM judged j WHERE j.ok AND parcels.tracking_no = j.tracking_no
            RETURNING parcels.tracking_no
          ), n AS (
            ${DISPATCHED_NOTICE}
            RETURNING id, batch_id
          )
-         SELECT b.id AS batch_id, b.parcel_count AS attached,
-                (SELECT array_agg(p.tracking_no ORDER BY p.tracking_no) FROM p WHERE p.batch_id = b.id) AS tracking_nos,
-                n.id AS notification_id, b.created_at, NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms
-           FROM b LEFT JOIN n ON n.batch_id = b.id
+         SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at,
+                NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
+           FROM b
          UNION ALL
-         SELECT NULL, NULL, NULL, NULL, NULL, w.tracking_no, w.area_code, floor(extract(epoch FROM w.created_at) * 1000)::bigint,
+         SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
+         UNION ALL
+         SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
                 CASE $4::text WHEN 'TIMEOUT'
-                  THEN GREATEST(0, ceil(extract(epoch FROM counts.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
-                  ELSE 0 END
-           FROM w JOIN counts ON counts.batch_id = w.batch_id
-          WHERE NOT EXISTS (SELECT 1 FROM ok WHERE ok.batch_id = w.batch_id)`,
+                  THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
+                  ELSE 0 END,
+                j.ok
+           FROM judged j`,
         ids,
         areas,
         tracking,
@@ -198,19 +207,21 @@ export function createParcelsRepository(db: Db) {
         rule.maxWaitMs,
         rule.batchSize,
       );
-      const committed: CommittedBatch[] = [];
+      const made: { batchId: string; attached: number; createdAt: Date }[] = [];
+      const notices = new Map<string, string>();
+      const members = new Map<string, string[]>();
       const left: LeftParcel[] = [];
       for (const r of rows) {
-        if (r.batch_id)
-          committed.push({
-            batchId: r.batch_id,
-            attached: Number(r.attached),
-            trackingNos: r.tracking_nos ?? [],
-            notificationId: r.notification_id,
-            createdAt: r.created_at as Date,
-          });
-        else left.push({ trackingNo: r.tracking_no as string, areaCode: r.area_code as string, arrivedAt: Number(r.arrived_ms), dueInMs: Number(r.due_in_ms) });
+        if (r.kind === 'batch') made.push({ batchId: r.batch_id, attached: Number(r.attached), createdAt: r.created_at as Date });
+        else if (r.kind === 'notice') notices.set(r.batch_id, r.id as string);
+        else if (r.ok) {
+          const list = members.get(r.batch_id);
+          if (list) list.push(r.tracking_no as string);
+          else members.set(r.batch_id, [r.tracking_no as string]);
+        } else
+          left.push({ trackingNo: r.tracking_no as string, areaCode: r.area_code as string, arrivedAt: Number(r.arrived_ms), dueInMs: Number(r.due_in_ms) });
       }
+      const committed = made.map((b) => ({ ...b, trackingNos: (members.get(b.batchId) ?? []).sort(), notificationId: notices.get(b.batchId) ?? null }));
       return { committed, left };
     },
 
