@@ -160,11 +160,14 @@ export function createParcelsRepository(db: Db) {
            SELECT DISTINCT ON (tracking_no) * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
             ORDER BY tracking_no, batch_id
          ), w AS (
-           SELECT parcels.tracking_no, parcels.area_code, parcels.created_at, input.batch_id FROM parcels
-             JOIN input ON parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code
-            WHERE parcels.batch_id IS NULL
-            ORDER BY parcels.tracking_no -- one lock order for all committers: no deadlock
-            FOR UPDATE OF parcels
+           -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
+           -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
+           -- by a sequential scan) to meet the few it asked for.
+           SELECT p.tracking_no, p.area_code, p.created_at, input.batch_id
+             FROM input CROSS JOIN LATERAL (
+                  SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
+                   WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
+                   FOR UPDATE) p
          ), counted AS (
            SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
              FROM w WINDOW per_batch AS (PARTITION BY w.batch_id)
