@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
 import { REGROUP_MIN_AGE_MS } from '../../src/modules/parcels/parcels.reconcile.js';
+import { createParcelsRepository } from '../../src/modules/parcels/parcels.repository.js';
 import type { Batcher, DueBatch } from '../../src/queue/index.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { sleep, waitFor } from '../helpers/redis.js';
@@ -43,7 +44,7 @@ beforeAll(async () => {
     },
     'api',
   );
-  for (const area of ['RG-1', 'RG-2', 'RG-3', 'RG-4']) {
+  for (const area of ['RG-1', 'RG-2', 'RG-3', 'RG-4', 'RG-5', 'RG-6']) {
     await svc.api().put(`/areas/${area}`).send({ vehiclePlate: area, sorterContact: 'rg@example.com' }).expect(200);
   }
 });
@@ -136,5 +137,26 @@ describe('parcels whose grouping in Redis went wrong', () => {
     expect(batches).toHaveLength(1);
     expect(batches[0]!.parcels).toHaveLength(BATCH_SIZE);
     expect(batches[0]!.parcelCount).toBe(BATCH_SIZE);
+  });
+
+  it('gives a parcel named by batches of two areas to the batch of its own (found by a review, 2026-11-26)', async () => {
+    for (const t of ['RG5-A', 'RG5-B', 'RG5-C']) {
+      await post(t, 'RG-5');
+      await parcels().batcher.remove('RG-5', [t]);
+    }
+    // The batch of the other area (a stale entry in its Redis group) has the lower id: the one a parcel named
+    // twice is counted for. It used to be picked before the areas were matched, and RG5-B was then in neither
+    // batch nor handed back to go into Redis again.
+    const { committed, left } = await createParcelsRepository(tdb.db).commitBatches(
+      [
+        { id: '00000000-0000-4000-8000-000000000001', areaCode: 'RG-6', trackingNos: ['RG5-B'] },
+        { id: '00000000-0000-4000-8000-000000000002', areaCode: 'RG-5', trackingNos: ['RG5-A', 'RG5-B', 'RG5-C'] },
+      ],
+      'FULL',
+      { maxWaitMs: MAX_WAIT_MS, batchSize: BATCH_SIZE },
+    );
+    expect(left).toEqual([]);
+    expect(committed.map((b) => [b.batchId, b.attached, b.trackingNos])).toEqual([['00000000-0000-4000-8000-000000000002', 3, ['RG5-A', 'RG5-B', 'RG5-C']]]);
+    expect((await parcel('RG5-B')).batchId).toBe('00000000-0000-4000-8000-000000000002');
   });
 });

@@ -30,8 +30,8 @@ export type RecentBatchRow = {
   parcelCount: number;
   createdAt: Date;
 };
+/** A batch made: its parcels' tracking numbers in code-unit order (JavaScript's sort, not the database's collation). */
 export type CommittedBatch = { batchId: string; attached: number; trackingNos: string[]; notificationId: string | null; createdAt: Date };
-/** An unbatched parcel of a batch that was not made: it goes back into Redis, arrival as it was. */
 /**
  * A parcel a commit left waiting: its batch was no longer one. `dueInMs`: a
  * TIMEOUT batch refused because its oldest parcel had not waited the maximum
@@ -156,10 +156,9 @@ export function createParcelsRepository(db: Db) {
         }[]
       >(
         `WITH input AS (
-           -- A parcel named twice (by two batches of one call) counts once: the counts below are of parcels.
-           SELECT DISTINCT ON (tracking_no) * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
+           SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
             ORDER BY tracking_no, batch_id
-         ), w AS (
+         ), found AS (
            -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
            -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
            -- by a sequential scan) to meet the few it asked for.
@@ -168,9 +167,16 @@ export function createParcelsRepository(db: Db) {
                   SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
                    WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
                    FOR UPDATE) p
+         ), w AS (
+           -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
+           -- counts below are of parcels. (Picked after the area is matched: a batch of another area that
+           -- names it must not take it from the one of its own.)
+           SELECT DISTINCT ON (tracking_no) * FROM found ORDER BY tracking_no, batch_id
          ), counted AS (
+           -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
+           -- never makes a batch of another area's parcels.
            SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
-             FROM w WINDOW per_batch AS (PARTITION BY w.batch_id)
+             FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
          ), judged AS (
            -- A batch is made only if it still is one (the rule above), judged on each of its parcels' rows.
            SELECT counted.*,
@@ -180,7 +186,7 @@ export function createParcelsRepository(db: Db) {
          ), b AS (
            INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
            SELECT j.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", j.n, now()
-             FROM (SELECT DISTINCT ON (batch_id) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id) j
+             FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
              JOIN areas a ON a.code = j.area_code
            RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
          ), u AS (
