@@ -50,6 +50,104 @@ const DISPATCHED_NOTICE = outboxInsertSql({
                                'reason', b.reason::text, 'parcels', b.parcel_count)`,
 });
 
+/** A row of the batch commit's answer: a batch made, its notice, or one of the parcels it judged (ok: its batch was made). */
+type CommitRow = {
+  kind: 'batch' | 'notice' | 'parcel';
+  batch_id: string;
+  id: string | null;
+  attached: number | null;
+  created_at: Date | null;
+  tracking_no: string | null;
+  area_code: string | null;
+  arrived_ms: bigint | null;
+  due_in_ms: bigint | null;
+  ok: boolean | null;
+};
+
+const COMMIT_BATCHES = `WITH input AS (
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
+      ORDER BY tracking_no, batch_id
+   ), found AS (
+     -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
+     -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
+     -- by a sequential scan) to meet the few it asked for.
+     SELECT p.tracking_no, p.area_code, p.created_at, input.batch_id
+       FROM input CROSS JOIN LATERAL (
+            SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
+             WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
+             FOR UPDATE) p
+   ), w AS (
+     -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
+     -- counts below are of parcels. (Picked after the area is matched: a batch of another area that
+     -- names it must not take it from the one of its own.)
+     SELECT DISTINCT ON (tracking_no) * FROM found ORDER BY tracking_no, batch_id
+   ), counted AS (
+     -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
+     -- never makes a batch of another area's parcels.
+     SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
+       FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
+   ), judged AS (
+     -- A batch is made only if it still is one (the rule above), judged on each of its parcels' rows.
+     SELECT counted.*,
+            CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
+                          ELSE n = $6::int END AS ok
+       FROM counted
+   ), b AS (
+     INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
+     SELECT j.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", j.n, now()
+       FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
+       JOIN areas a ON a.code = j.area_code
+     RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
+   ), u AS (
+     -- The rows found by key again (the array), not by a join the planner may make a scan of the table.
+     UPDATE parcels SET batch_id = j.batch_id, status = 'BATCHED', batched_at = now()
+       FROM judged j
+      WHERE parcels.tracking_no = ANY(ARRAY(SELECT tracking_no FROM judged WHERE ok)) AND parcels.tracking_no = j.tracking_no AND j.ok
+     RETURNING parcels.tracking_no
+   ), n AS (
+     ${DISPATCHED_NOTICE}
+     RETURNING id, batch_id
+   )
+   SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at,
+          NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
+     FROM b
+   UNION ALL
+   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
+   UNION ALL
+   SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
+          CASE $4::text WHEN 'TIMEOUT'
+            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
+            ELSE 0 END,
+          j.ok
+     FROM judged j`;
+
+/**
+ * The batch commit's statement (commitBatches) and its parameters. Every step
+ * is linear in the call's parcels: each parcel is found by its key, a batch is
+ * judged on its parcels' rows (window functions), and the answer comes back as
+ * rows of three kinds, put together in commitBatches. Joins of the
+ * statement's own CTEs, which the planner takes for one row each, ran as
+ * nested loops whose cost grew with the square of a call's size
+ * (BENCHMARKS.md, parcel intake, 2026-11-26).
+ */
+export function commitBatchesQuery(
+  batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],
+  reason: 'FULL' | 'TIMEOUT',
+  rule: { maxWaitMs: number; batchSize: number },
+): { sql: string; params: unknown[]; parcels: number } {
+  const ids: string[] = [];
+  const areas: string[] = [];
+  const tracking: string[] = [];
+  for (const b of batches) {
+    for (const t of b.trackingNos) {
+      ids.push(b.id);
+      areas.push(b.areaCode);
+      tracking.push(t);
+    }
+  }
+  return { sql: COMMIT_BATCHES, params: [ids, areas, tracking, reason, rule.maxWaitMs, rule.batchSize], parcels: tracking.length };
+}
+
 const PARCEL_COLUMNS = `tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
   batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
 
@@ -124,98 +222,9 @@ export function createParcelsRepository(db: Db) {
       reason: 'FULL' | 'TIMEOUT',
       rule: { maxWaitMs: number; batchSize: number },
     ): Promise<{ committed: CommittedBatch[]; left: LeftParcel[] }> {
-      const ids: string[] = [];
-      const areas: string[] = [];
-      const tracking: string[] = [];
-      for (const b of batches) {
-        for (const t of b.trackingNos) {
-          ids.push(b.id);
-          areas.push(b.areaCode);
-          tracking.push(t);
-        }
-      }
-      if (tracking.length === 0) return { committed: [], left: [] };
-      // Every step is linear in the call's parcels: a batch is judged on its
-      // parcels' rows (window functions over the locked rows), and the answer
-      // comes back as rows of three kinds, put together here. Joins of the
-      // statement's own CTEs, which the planner takes for one row each, ran
-      // as nested loops whose cost grew with the square of a call's size
-      // (BENCHMARKS.md, parcel intake, 2026-11-26).
-      const rows = await db.$queryRawUnsafe<
-        {
-          kind: 'batch' | 'notice' | 'parcel';
-          batch_id: string;
-          id: string | null;
-          attached: number | null;
-          created_at: Date | null;
-          tracking_no: string | null;
-          area_code: string | null;
-          arrived_ms: bigint | null;
-          due_in_ms: bigint | null;
-          ok: boolean | null;
-        }[]
-      >(
-        `WITH input AS (
-           SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
-            ORDER BY tracking_no, batch_id
-         ), found AS (
-           -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
-           -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
-           -- by a sequential scan) to meet the few it asked for.
-           SELECT p.tracking_no, p.area_code, p.created_at, input.batch_id
-             FROM input CROSS JOIN LATERAL (
-                  SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
-                   WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
-                   FOR UPDATE) p
-         ), w AS (
-           -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
-           -- counts below are of parcels. (Picked after the area is matched: a batch of another area that
-           -- names it must not take it from the one of its own.)
-           SELECT DISTINCT ON (tracking_no) * FROM found ORDER BY tracking_no, batch_id
-         ), counted AS (
-           -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
-           -- never makes a batch of another area's parcels.
-           SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
-             FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
-         ), judged AS (
-           -- A batch is made only if it still is one (the rule above), judged on each of its parcels' rows.
-           SELECT counted.*,
-                  CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
-                                ELSE n = $6::int END AS ok
-             FROM counted
-         ), b AS (
-           INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-           SELECT j.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", j.n, now()
-             FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
-             JOIN areas a ON a.code = j.area_code
-           RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
-         ), u AS (
-           UPDATE parcels SET batch_id = j.batch_id, status = 'BATCHED', batched_at = now()
-             FROM judged j WHERE j.ok AND parcels.tracking_no = j.tracking_no
-           RETURNING parcels.tracking_no
-         ), n AS (
-           ${DISPATCHED_NOTICE}
-           RETURNING id, batch_id
-         )
-         SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at,
-                NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
-           FROM b
-         UNION ALL
-         SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
-         UNION ALL
-         SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
-                CASE $4::text WHEN 'TIMEOUT'
-                  THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
-                  ELSE 0 END,
-                j.ok
-           FROM judged j`,
-        ids,
-        areas,
-        tracking,
-        reason,
-        rule.maxWaitMs,
-        rule.batchSize,
-      );
+      const q = commitBatchesQuery(batches, reason, rule);
+      if (q.parcels === 0) return { committed: [], left: [] };
+      const rows = await db.$queryRawUnsafe<CommitRow[]>(q.sql, ...q.params);
       const made: { batchId: string; attached: number; createdAt: Date }[] = [];
       const notices = new Map<string, string>();
       const members = new Map<string, string[]>();
