@@ -87,7 +87,7 @@ const COMMIT_BATCHES = `WITH input AS (
      SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
        FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
    ), judged AS (
-     -- A batch is made only if it still is one (the rule above), judged on each of its parcels' rows.
+     -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
      SELECT counted.*,
             CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
                           ELSE n = $6::int END AS ok
