@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmark's parts: percentiles, Redis INFO and
 // memory figures, and deleting a run's own keys (SCAN is fine in a benchmark,
 // and FLUSHDB is not: other tests share this Redis).
+import { readFileSync, readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 
 /** The 20-byte payload every job carries: JSON `{"p":"abcdefghijkl"}`. */
@@ -135,4 +136,38 @@ export function seededRandom(seed: number): () => number {
 
 export function log(msg: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+}
+
+/** Linux's clock ticks a second in /proc (USER_HZ: 100 on every kernel we run on). */
+const CLOCK_TICKS = 100;
+
+/** The fields of /proc/<pid>/stat after the command name (state first), or null when the process is gone or not here. */
+function procStat(pid: number): string[] | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds (user + system) of a process on this machine, and with
+ * `family` those of its children: the ones it has reaped and the live ones.
+ * Null when the process is not on this machine (Linux /proc only).
+ */
+export function processCpuSeconds(pid: number, family = false): number | null {
+  const f = procStat(pid);
+  if (!f) return null;
+  // utime, stime, cutime, cstime are fields 14-17 of stat; here (from the state, field 3) indexes 11-14.
+  let ticks = Number(f[11]) + Number(f[12]);
+  if (family) {
+    ticks += Number(f[13]) + Number(f[14]);
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const c = procStat(Number(entry));
+      if (c && Number(c[1]) === pid) ticks += Number(c[11]) + Number(c[12]);
+    }
+  }
+  return ticks / CLOCK_TICKS;
 }

@@ -36,6 +36,8 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { createBatcher } from '../src/queue/batcher/batcher.js';
+import { processCpuSeconds } from './bench-util.js';
+import { postgresCpuSeconds } from './pg-util.js';
 import {
   type AcResult,
   autocannon,
@@ -253,10 +255,39 @@ async function runLua(kind: LuaResult['client'], admin: Redis): Promise<LuaResul
 }
 
 // ---------------------------------------------------------------- path 2: HTTP
+/**
+ * CPU per parcel taken in over a run, µs: the PostgreSQL server's (postmaster
+ * and backends) and the service process's, from /proc; null where a process
+ * is not on this machine. They say where the time goes when throughput moves
+ * with the machine's load.
+ */
+type CpuPerParcel = { postgres: number | null; service: number | null };
+
+/** Starts counting CPU for cpuPerParcel. */
+async function cpuMark(service: Service, dbUrl: string): Promise<{ postgres: number | null; service: number | null }> {
+  return { postgres: await postgresCpuSeconds(dbUrl), service: service.child.pid ? processCpuSeconds(service.child.pid) : null };
+}
+
+async function cpuPerParcel(service: Service, dbUrl: string, from: Awaited<ReturnType<typeof cpuMark>>, parcels: number): Promise<CpuPerParcel> {
+  const to = await cpuMark(service, dbUrl);
+  const per = (a: number | null, b: number | null) => (a === null || b === null || parcels === 0 ? null : round(((b - a) * 1e6) / parcels));
+  return { postgres: per(from.postgres, to.postgres), service: per(from.service, to.service) };
+}
+
 export type HttpResult = {
   scenario: Scenario;
   /** POST /parcels/batch after the single-parcel run: parcels a second through it, every one answered and in the database. */
-  batch: { requests: number; parcels: number; parcelsPerSec: number; latencyMs: { p50: number; p99: number }; refused: number; rows: number } | null;
+  batch: {
+    requests: number;
+    parcels: number;
+    parcelsPerSec: number;
+    latencyMs: { p50: number; p99: number };
+    refused: number;
+    rows: number;
+    cpuUsPerParcel: CpuPerParcel;
+  } | null;
+  /** CPU per parcel answered in the single-parcel run. */
+  cpuUsPerParcel: CpuPerParcel;
   warmup: { seconds: number; answered2xx: number; non2xx: number; errors: number } | null;
   sent: number;
   answered2xx: number;
@@ -317,6 +348,7 @@ async function postBatches(service: Service, dbUrl: string, prefix: string, prob
   let next = 0;
   let refused = 0;
   log(`POST /parcels/batch, ${BATCH_PER_REQUEST} parcels a request, ${cfg.batchConnections} connections, ${cfg.durationS} s`);
+  const cpu0 = await cpuMark(service, dbUrl);
   const result = await autocannon({
     url: service.baseUrl,
     connections: cfg.batchConnections,
@@ -342,14 +374,17 @@ async function postBatches(service: Service, dbUrl: string, prefix: string, prob
   });
   const requests = result['2xx'];
   const parcels = requests * BATCH_PER_REQUEST;
+  const cpu = await cpuPerParcel(service, dbUrl, cpu0, parcels);
   const [{ n: rows } = { n: 0 }] = await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM parcels WHERE tracking_no LIKE $1', [`${prefix}-%`]);
   if (result.non2xx || result.errors) problems.push(`batch intake: ${result.non2xx} non-2xx, ${result.errors} errors`);
   if (refused) problems.push(`batch intake: ${refused} parcels refused`);
   // Requests in flight when autocannon stopped write rows whose answers it does not count: at most one per connection.
   if (rows < parcels || rows > parcels + cfg.batchConnections * BATCH_PER_REQUEST) problems.push(`batch intake: ${rows} rows for ${parcels} parcels answered`);
   const perSec = round(parcels / cfg.durationS, 0);
-  log(`  ${fmt(perSec)} parcels/s (${requests} requests), p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms`);
-  return { requests, parcels, parcelsPerSec: perSec, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 }, refused, rows };
+  log(
+    `  ${fmt(perSec)} parcels/s (${requests} requests), p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms; CPU per parcel: PostgreSQL ${cpu.postgres ?? '?'} µs, service ${cpu.service ?? '?'} µs`,
+  );
+  return { requests, parcels, parcelsPerSec: perSec, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 }, refused, rows, cpuUsPerParcel: cpu };
 }
 
 async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult> {
@@ -387,10 +422,12 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
 
   const measuredPrefix = `HP-${runTag}`;
   log(`POST /parcels, ${cfg.connections} connections, ${cfg.durationS} s`);
+  const cpu0 = await cpuMark(service, run.dbUrl);
   const m = await postParcels(service, measuredPrefix, cfg.durationS, cfg.connections);
+  const cpuUsPerParcel = await cpuPerParcel(service, run.dbUrl, cpu0, m.result['2xx']);
   const scenario = summarise('POST /parcels', cfg.connections, m.result);
   log(
-    `  ${scenario.requestsPerSecMean} req/s, p50 ${scenario.latencyMs.p50} ms, p99 ${scenario.latencyMs.p99} ms, non-2xx ${scenario.non2xx}, errors ${scenario.errors}, statuses ${JSON.stringify(scenario.statusCodes)}`,
+    `  ${scenario.requestsPerSecMean} req/s, p50 ${scenario.latencyMs.p50} ms, p99 ${scenario.latencyMs.p99} ms, non-2xx ${scenario.non2xx}, errors ${scenario.errors}, statuses ${JSON.stringify(scenario.statusCodes)}; CPU per parcel: PostgreSQL ${cpuUsPerParcel.postgres ?? '?'} µs, service ${cpuUsPerParcel.service ?? '?'} µs`,
   );
   const answered2xx = m.result['2xx'];
   const codes = scenario.statusCodes;
@@ -482,6 +519,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   return {
     scenario,
     batch,
+    cpuUsPerParcel,
     warmup,
     sent: m.sent,
     answered2xx,
@@ -533,6 +571,13 @@ export function markdownSection(date: string, machine: Machine, lua: LuaResult[]
       );
   }
   if (notes.length) lines.push('', ...notes.map((n) => `- ${n}`));
+  if (http) {
+    const us = (v: number | null) => (v === null ? 'not on this machine' : `${fmt(v)} µs`);
+    const cpu = (c: CpuPerParcel) => `PostgreSQL ${us(c.postgres)}, service (Node) ${us(c.service)}`;
+    lines.push(
+      `- HTTP: CPU per parcel (from /proc over the run): POST /parcels ${cpu(http.cpuUsPerParcel)}${http.batch ? `; POST /parcels/batch ${cpu(http.batch.cpuUsPerParcel)}` : ''}.`,
+    );
+  }
   return `${lines.join('\n')}\n`;
 }
 

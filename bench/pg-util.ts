@@ -2,7 +2,9 @@
 // of them), and what the PostgreSQL peers (pg-boss, graphile-worker) share:
 // the database (made when missing), a schema of their own per queue, its
 // size, and dropping it.
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { processCpuSeconds } from './bench-util.js';
 
 /** A schema name from the run tag and scenario (letters, digits and underscores only). */
 export function schemaName(runTag: string, scenario: string): string {
@@ -63,4 +65,19 @@ export function dropSchema(databaseUrl: string, schema: string): Promise<void> {
   return withClient(databaseUrl, async (c) => {
     await c.query(`drop schema if exists ${schemaSql(schema)} cascade`);
   });
+}
+
+/**
+ * CPU seconds of the PostgreSQL server behind `url` (its postmaster and every
+ * backend, ended or running), when it runs on this machine and its data
+ * directory is readable; else null.
+ */
+export async function postgresCpuSeconds(url: string): Promise<number | null> {
+  try {
+    const [row] = await pgQuery<{ data_directory: string }>(url, 'SHOW data_directory');
+    const pid = Number(readFileSync(`${row?.data_directory}/postmaster.pid`, 'utf8').split('\n')[0]);
+    return processCpuSeconds(pid, true);
+  } catch {
+    return null;
+  }
 }
