@@ -10,7 +10,9 @@
 //      per request. Afterwards PostgreSQL is checked: every parcel row BATCHED or
 //      WAITING, the rows are exactly the parcels answered 2xx (plus those in flight
 //      when autocannon stopped), WAITING per area below the batch size and equal to
-//      what Redis holds for the area.
+//      what Redis holds for the area. Each HTTP run also reports CPU per parcel
+//      from /proc: the PostgreSQL server's and the service process's (when they
+//      run on this machine).
 // Prints one JSON document on stdout (progress on stderr) and inserts a section
 // into BENCHMARKS.md under "# Parcel intake benchmark".
 //
