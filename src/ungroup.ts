@@ -5,8 +5,7 @@
 // this one included.
 import type { Config } from './config.js';
 import { createRedis, redisTargetOf } from './core/redis.js';
-import { createQueue } from './queue/index.js';
-import { QUEUES } from './stats.js';
+import { serviceQueues } from './stats.js';
 
 export async function runUngroup(config: Config, out: (line: string) => void): Promise<number> {
   if (config.QUEUE_RECORD_GROUPS === '1') {
@@ -17,9 +16,8 @@ export async function runUngroup(config: Config, out: (line: string) => void): P
   }
   const redis = createRedis(redisTargetOf(config), 'ots-ungroup');
   try {
-    for (const name of QUEUES) {
-      const queue = createQueue(redis, { name, types: {}, prefix: config.QUEUE_PREFIX, shards: config.QUEUE_SHARDS });
-      out(`${name}: ${await queue.ungroup()} records moved to the one records HASH of each shard`);
+    for (const queue of serviceQueues(redis, config)) {
+      out(`${queue.name}: ${await queue.ungroup()} records moved to the one records HASH of each shard`);
     }
     return 0;
   } finally {

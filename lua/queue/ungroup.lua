@@ -25,7 +25,7 @@ recUse(KEYS[1], KEYS[2], KEYS[3])
 recSetGrouped(false)
 local g = ARGV[1] == '' and (2 ^ recLevel + recSplit - 1) or tonumber(ARGV[1])
 local moved, steps = 0, 0
-while g >= 0 and steps < tonumber(ARGV[2]) and recCount + recDelta > 0 do
+while g >= 0 and steps < tonumber(ARGV[2]) and recGroupsInUse() do
   local key = recPrefix .. string.format('%d', g)
   local all = redis.call('HGETALL', key)
   if #all > 0 then
@@ -37,7 +37,7 @@ while g >= 0 and steps < tonumber(ARGV[2]) and recCount + recDelta > 0 do
   g = g - 1
   steps = steps + 1
 end
-if recCount + recDelta == 0 then
+if not recGroupsInUse() then
   -- No record left in a group: the state goes too, as if groups had never been on.
   redis.call('DEL', recMeta)
   return { moved, -1 }
