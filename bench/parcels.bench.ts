@@ -265,12 +265,14 @@ async function runLua(kind: LuaResult['client'], admin: Redis): Promise<LuaResul
  */
 type CpuPerParcel = { postgres: number | null; service: number | null };
 
-/** Starts counting CPU for cpuPerParcel. */
-async function cpuMark(service: Service, dbUrl: string): Promise<{ postgres: number | null; service: number | null }> {
+/** CPU seconds used so far by each, where cpuPerParcel starts counting. */
+type CpuMark = { postgres: number | null; service: number | null };
+
+async function cpuMark(service: Service, dbUrl: string): Promise<CpuMark> {
   return { postgres: await postgresCpuSeconds(dbUrl), service: service.child.pid ? processCpuSeconds(service.child.pid) : null };
 }
 
-async function cpuPerParcel(service: Service, dbUrl: string, from: Awaited<ReturnType<typeof cpuMark>>, parcels: number): Promise<CpuPerParcel> {
+async function cpuPerParcel(service: Service, dbUrl: string, from: CpuMark, parcels: number): Promise<CpuPerParcel> {
   const to = await cpuMark(service, dbUrl);
   const per = (a: number | null, b: number | null) => (a === null || b === null || parcels === 0 ? null : round(((b - a) * 1e6) / parcels));
   return { postgres: per(from.postgres, to.postgres), service: per(from.service, to.service) };
