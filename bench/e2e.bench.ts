@@ -36,6 +36,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   autocannon,
+  cpuMark,
+  type CpuPerItem,
+  cpuPerItem,
   DEFAULT_PG_ADMIN_URL,
   DEFAULT_REDIS_URL,
   fmt,
@@ -206,7 +209,16 @@ const REMIND_DRAIN = 'cust-remind-drain';
 const LEAD_S = 60;
 
 type ReminderStream = { asked: number; booked: number; bookedPerSec: number; non2xx: number; written: Lateness | null; delivered: Lateness | null };
-type ReminderDrain = { appointments: number; booked: number; written: number; writtenPerSec: number; delivered: number; deliveredPerSec: number };
+type ReminderDrain = {
+  appointments: number;
+  booked: number;
+  written: number;
+  writtenPerSec: number;
+  delivered: number;
+  deliveredPerSec: number;
+  /** CPU per reminder written and delivered, µs, from the drain's service start to its last SENT mark (the receiver's is the bench's). */
+  cpuUsPerReminder: CpuPerItem;
+};
 
 /** A receiver of the reminders: answers every call 204 at once. */
 async function startReceiver(): Promise<{ url: string; calls: () => number; close: () => Promise<void> }> {
@@ -252,6 +264,12 @@ async function book(service: Service, customerId: string, startsInMs: number, o:
   });
 }
 
+/**
+ * Reminders of `customerId` written, or SENT. A join over every reminder of
+ * the run (about 100 ms at 50 000): a wait asks the receiver first, and this
+ * only once the receiver has had every call (polled every 200 ms, it took a
+ * third of a core from the drain it measured).
+ */
 const reminders = async (customerId: string, what: 'written' | 'sent') =>
   (
     await pgQuery<{ n: number }>(
@@ -284,7 +302,7 @@ async function reminderStream(run: ReturnType<typeof openBenchRun>, env: Record<
     const booked = await appointments(REMIND_STREAM);
     log(`  booked ${booked} (${round(booked / cfg.seconds, 1)}/s), ${r.non2xx} non-2xx; waiting for their reminders`);
     await within(
-      async () => (await reminders(REMIND_STREAM, 'sent')) >= (await appointments(REMIND_STREAM)),
+      async () => receiver.calls() >= booked && (await reminders(REMIND_STREAM, 'sent')) >= (await appointments(REMIND_STREAM)),
       (remindInS + 180) * 1_000,
       'the reminders to go out',
     );
@@ -317,8 +335,10 @@ async function reminderDrain(run: ReturnType<typeof openBenchRun>, env: Record<s
   await vacuum();
   await sleep(1_500); // every remind time passed
   const receiver = await startReceiver();
-  await run.startService({ ...env, NOTIFY_REMINDERS_WEBHOOK_URL: receiver.url });
-  const done = await within(async () => (await reminders(REMIND_DRAIN, 'sent')) >= booked, 600_000, 'the reminder drain');
+  const service = await run.startService({ ...env, NOTIFY_REMINDERS_WEBHOOK_URL: receiver.url });
+  const cpu0 = await cpuMark(service, dbUrl, run.redis);
+  const done = await within(async () => receiver.calls() >= booked && (await reminders(REMIND_DRAIN, 'sent')) >= booked, 600_000, 'the reminder drain');
+  const cpuUsPerReminder = cpuPerItem(cpu0, await cpuMark(service, dbUrl, run.redis), booked);
   await run.stopService();
   await receiver.close();
   if (!done) log('  not drained within 10 minutes');
@@ -337,8 +357,14 @@ async function reminderDrain(run: ReturnType<typeof openBenchRun>, env: Record<s
     writtenPerSec: rate(t?.w ?? 0, t?.ws),
     delivered: t?.d ?? 0,
     deliveredPerSec: rate(t?.d ?? 0, t?.ds),
+    cpuUsPerReminder,
   };
 }
+
+const cpuText = (c: CpuPerItem) => {
+  const us = (x: number | null) => (x === null ? '—' : `${fmt(x)} µs`);
+  return `PostgreSQL ${us(c.postgres)}, service (Node) ${us(c.service)}, Redis ${us(c.redis)}, bench and receiver ${us(c.bench)}`;
+};
 
 function reminderRows(rs: ReminderStream | null, rd: ReminderDrain | null): string[] {
   const l = (x: Lateness | null) => (x ? `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} / max ${fmt(x.max)} ms` : '—');
@@ -350,7 +376,7 @@ function reminderRows(rs: ReminderStream | null, rd: ReminderDrain | null): stri
       : []),
     ...(rd
       ? [
-          `| Reminder drain, ${fmt(rd.booked)} appointments | ${fmt(rd.writtenPerSec)} written/s, ${fmt(rd.deliveredPerSec)} delivered/s (${fmt(rd.written)} written, ${fmt(rd.delivered)} delivered, first to last) | ≥ ${fmt(TARGET.drainPerSec)}/s | ${rd.booked >= 100_000 ? (rd.deliveredPerSec >= TARGET.drainPerSec ? 'yes' : 'no') : 'not judged'} |`,
+          `| Reminder drain, ${fmt(rd.booked)} appointments | ${fmt(rd.writtenPerSec)} written/s, ${fmt(rd.deliveredPerSec)} delivered/s (${fmt(rd.written)} written, ${fmt(rd.delivered)} delivered, first to last); CPU a reminder: ${cpuText(rd.cpuUsPerReminder)} | ≥ ${fmt(TARGET.drainPerSec)}/s | ${rd.booked >= 100_000 ? (rd.deliveredPerSec >= TARGET.drainPerSec ? 'yes' : 'no') : 'not judged'} |`,
         ]
       : []),
   ];

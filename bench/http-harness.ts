@@ -14,7 +14,8 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort } from '../src/core/free-port.js';
-import { pgQuery, postgresVersion } from './pg-util.js';
+import { processCpuSeconds } from './bench-util.js';
+import { pgQuery, postgresCpuSeconds, postgresVersion } from './pg-util.js';
 
 // ---------------------------------------------------------------- autocannon
 // autocannon ships no types; only the parts used here are declared.
@@ -235,6 +236,41 @@ export function summarise(name: string, connections: number, r: AcResult): Scena
     errors: r.errors,
     timeouts: r.timeouts,
     statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])),
+  };
+}
+
+// ---------------------------------------------------------------- CPU
+/**
+ * CPU seconds each process of a run has used so far (user + system): the
+ * PostgreSQL server (postmaster and backends, ended or running) and the
+ * service, from /proc, null where one is not on this machine; the Redis
+ * server (INFO cpu), null without a connection; this benchmark's own process
+ * (its load generator, its receivers).
+ */
+export type CpuMark = { postgres: number | null; service: number | null; redis: number | null; bench: number };
+/** The same as µs per item of work between two marks. */
+export type CpuPerItem = CpuMark;
+
+export async function cpuMark(service: Service, dbUrl: string, redis?: Redis): Promise<CpuMark> {
+  const info = redis ? await redis.info('cpu') : null;
+  const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(info ?? '')?.[1] ?? 0);
+  const own = process.cpuUsage();
+  return {
+    postgres: await postgresCpuSeconds(dbUrl),
+    service: service.child.pid ? processCpuSeconds(service.child.pid) : null,
+    redis: info === null ? null : field('used_cpu_user') + field('used_cpu_sys'),
+    bench: (own.user + own.system) / 1e6,
+  };
+}
+
+/** µs of CPU per item (`items` done between the two marks), rounded to 0.1. */
+export function cpuPerItem(from: CpuMark, to: CpuMark, items: number): CpuPerItem {
+  const per = (a: number | null, b: number | null) => (a === null || b === null || items === 0 ? null : round(((b - a) * 1e6) / items, 1));
+  return {
+    postgres: per(from.postgres, to.postgres),
+    service: per(from.service, to.service),
+    redis: per(from.redis, to.redis),
+    bench: per(from.bench, to.bench) ?? 0,
   };
 }
 

@@ -38,11 +38,12 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { createBatcher } from '../src/queue/batcher/batcher.js';
-import { processCpuSeconds } from './bench-util.js';
-import { postgresCpuSeconds } from './pg-util.js';
 import {
   type AcResult,
   autocannon,
+  cpuMark,
+  type CpuPerItem,
+  cpuPerItem,
   DEFAULT_PG_ADMIN_URL,
   DEFAULT_REDIS_URL,
   deleteKeysMatching,
@@ -257,27 +258,6 @@ async function runLua(kind: LuaResult['client'], admin: Redis): Promise<LuaResul
 }
 
 // ---------------------------------------------------------------- path 2: HTTP
-/**
- * CPU per parcel taken in over a run, µs: the PostgreSQL server's (postmaster
- * and backends) and the service process's, from /proc; null where a process
- * is not on this machine. They say where the time goes when throughput moves
- * with the machine's load.
- */
-type CpuPerParcel = { postgres: number | null; service: number | null };
-
-/** CPU seconds used so far by each, where cpuPerParcel starts counting. */
-type CpuMark = { postgres: number | null; service: number | null };
-
-async function cpuMark(service: Service, dbUrl: string): Promise<CpuMark> {
-  return { postgres: await postgresCpuSeconds(dbUrl), service: service.child.pid ? processCpuSeconds(service.child.pid) : null };
-}
-
-async function cpuPerParcel(service: Service, dbUrl: string, from: CpuMark, parcels: number): Promise<CpuPerParcel> {
-  const to = await cpuMark(service, dbUrl);
-  const per = (a: number | null, b: number | null) => (a === null || b === null || parcels === 0 ? null : round(((b - a) * 1e6) / parcels));
-  return { postgres: per(from.postgres, to.postgres), service: per(from.service, to.service) };
-}
-
 export type HttpResult = {
   scenario: Scenario;
   /** POST /parcels/batch after the single-parcel run: parcels a second through it, every one answered and in the database. */
@@ -288,10 +268,10 @@ export type HttpResult = {
     latencyMs: { p50: number; p99: number };
     refused: number;
     rows: number;
-    cpuUsPerParcel: CpuPerParcel;
+    cpuUsPerParcel: CpuPerItem;
   } | null;
   /** CPU per parcel answered in the single-parcel run. */
-  cpuUsPerParcel: CpuPerParcel;
+  cpuUsPerParcel: CpuPerItem;
   warmup: { seconds: number; answered2xx: number; non2xx: number; errors: number } | null;
   sent: number;
   answered2xx: number;
@@ -378,7 +358,7 @@ async function postBatches(service: Service, dbUrl: string, prefix: string, prob
   });
   const requests = result['2xx'];
   const parcels = requests * BATCH_PER_REQUEST;
-  const cpu = await cpuPerParcel(service, dbUrl, cpu0, parcels);
+  const cpu = cpuPerItem(cpu0, await cpuMark(service, dbUrl), parcels);
   const [{ n: rows } = { n: 0 }] = await pgQuery<{ n: number }>(dbUrl, 'SELECT count(*)::int AS n FROM parcels WHERE tracking_no LIKE $1', [`${prefix}-%`]);
   if (result.non2xx || result.errors) problems.push(`batch intake: ${result.non2xx} non-2xx, ${result.errors} errors`);
   if (refused) problems.push(`batch intake: ${refused} parcels refused`);
@@ -428,7 +408,7 @@ async function runHttp(run: ReturnType<typeof openBenchRun>): Promise<HttpResult
   log(`POST /parcels, ${cfg.connections} connections, ${cfg.durationS} s`);
   const cpu0 = await cpuMark(service, run.dbUrl);
   const m = await postParcels(service, measuredPrefix, cfg.durationS, cfg.connections);
-  const cpuUsPerParcel = await cpuPerParcel(service, run.dbUrl, cpu0, m.result['2xx']);
+  const cpuUsPerParcel = cpuPerItem(cpu0, await cpuMark(service, run.dbUrl), m.result['2xx']);
   const scenario = summarise('POST /parcels', cfg.connections, m.result);
   log(
     `  ${scenario.requestsPerSecMean} req/s, p50 ${scenario.latencyMs.p50} ms, p99 ${scenario.latencyMs.p99} ms, non-2xx ${scenario.non2xx}, errors ${scenario.errors}, statuses ${JSON.stringify(scenario.statusCodes)}; CPU per parcel: PostgreSQL ${cpuUsPerParcel.postgres ?? '?'} µs, service ${cpuUsPerParcel.service ?? '?'} µs`,
@@ -577,7 +557,7 @@ export function markdownSection(date: string, machine: Machine, lua: LuaResult[]
   if (notes.length) lines.push('', ...notes.map((n) => `- ${n}`));
   if (http) {
     const us = (v: number | null) => (v === null ? 'not on this machine' : `${fmt(v)} µs`);
-    const cpu = (c: CpuPerParcel) => `PostgreSQL ${us(c.postgres)}, service (Node) ${us(c.service)}`;
+    const cpu = (c: CpuPerItem) => `PostgreSQL ${us(c.postgres)}, service (Node) ${us(c.service)}`;
     lines.push(
       `- HTTP: CPU per parcel (from /proc over the run): POST /parcels ${cpu(http.cpuUsPerParcel)}${http.batch ? `; POST /parcels/batch ${cpu(http.batch.cpuUsPerParcel)}` : ''}.`,
     );
