@@ -20,7 +20,9 @@
 //   written by the service at their remind times and delivered to a local
 //   receiver (a real HTTP server in this process answering 204). Lateness =
 //   the reminder's created_at (written) and sent_at (delivered) - remind_at;
-//   the drain counts both a second, first to last.
+//   the drain counts both a second, first to last, and the CPU each reminder
+//   cost (µs of PostgreSQL, the service, Redis, and this process with its
+//   receiver), which says how far two cores can take it and where to cut.
 //
 // Run: `npm run bench:e2e` (`npm run --silent bench:e2e > out.json` keeps
 // npm's banner out of the JSON). Knobs (environment):
