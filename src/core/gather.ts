@@ -56,6 +56,46 @@ export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<reado
 }
 
 /**
+ * Gathers the calls of one turn by key: one batch call per key (`run`: an
+ * answer per item, in order; it must not throw), up to `maxBatch` items each,
+ * started in the order the keys were first asked. Each key's callers are
+ * answered when its own call is, not held for another key's.
+ */
+export function createKeyedGatherer<I, O>(run: (key: string, items: readonly I[]) => Promise<readonly O[]>, maxBatch: number) {
+  let waiting = new Map<string, { item: I; resolve: (v: O) => void }[]>();
+  let planned = false;
+
+  function flush(): void {
+    planned = false;
+    const all = waiting;
+    waiting = new Map();
+    for (const [key, ws] of all) for (let i = 0; i < ws.length; i += maxBatch) void runBatch(key, ws.slice(i, i + maxBatch));
+  }
+
+  async function runBatch(key: string, batch: { item: I; resolve: (v: O) => void }[]): Promise<void> {
+    const answers = await run(
+      key,
+      batch.map((w) => w.item),
+    );
+    batch.forEach((w, i) => w.resolve(answers[i] as O));
+  }
+
+  return {
+    submit(key: string, item: I): Promise<O> {
+      return new Promise<O>((resolve) => {
+        const ws = waiting.get(key);
+        if (ws) ws.push({ item, resolve });
+        else waiting.set(key, [{ item, resolve }]);
+        if (!planned) {
+          planned = true;
+          setImmediate(flush);
+        }
+      });
+    },
+  };
+}
+
+/**
  * Gathers calls into one batch call (`many`: an answer per item, in order).
  * A batch call that fails as a whole is made again item by item (`one`), so
  * an item the statement cannot take fails alone, unless `whole(err)` says the

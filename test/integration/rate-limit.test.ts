@@ -1,7 +1,9 @@
 // The rate limiter's buckets on the real Redis: the decisions asked of a
 // bucket in one event-loop turn share one script call and are judged in the
-// order asked, as that many calls one after the other would be; buckets and
-// modes never mix; a check records nothing; without Redis every request goes on.
+// order asked, takes and checks alike, as that many calls one after the other
+// would be; buckets never mix; a check records nothing; the bucket is kept in
+// whole µs; without Redis every request goes on. Rates of one an hour, so no
+// admission comes back while a test runs, however slow the machine.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../src/core/redis.js';
@@ -37,8 +39,9 @@ function counting(client: RedisClient): { client: RedisClient; calls: () => numb
 }
 
 const oks = (vs: Verdict[]) => vs.map((v) => v.ok);
-// One a second, a burst of 5: a fresh bucket admits 5 at once, then one a second.
-const limiter = (client: RedisClient, name: string) => rateLimit(client, prefix, name, 1, 5);
+const HOURLY = 1 / 3_600;
+// One an hour, a burst of 5: a fresh bucket admits 5 at once, then none while a test runs.
+const limiter = (client: RedisClient, name: string) => rateLimit(client, prefix, name, HOURLY, 5);
 
 describe('rate limit', () => {
   it('judges the takes of one turn in one call, in the order asked, as one call each would', async () => {
@@ -47,8 +50,8 @@ describe('rate limit', () => {
     const gathered = await Promise.all(Array.from({ length: 8 }, () => l.take('k1')));
     expect(c.calls()).toBe(1);
     expect(oks(gathered)).toEqual([true, true, true, true, true, false, false, false]);
-    // Refused: each told to wait, about a second (one admission's interval).
-    for (const v of gathered.slice(5)) expect(v.ok ? 0 : v.retryAfterMs).toBeGreaterThan(0);
+    // Refused: each told to wait, about the hour of one admission.
+    for (const v of gathered.slice(5)) expect(v.ok ? 0 : v.retryAfterMs).toBeGreaterThan(3_500_000);
 
     const alone: Verdict[] = [];
     for (let i = 0; i < 8; i++) alone.push(await l.take('k2'));
@@ -58,21 +61,40 @@ describe('rate limit', () => {
     expect((await l.take('k1')).ok).toBe(false);
   });
 
-  it('keeps buckets and modes apart within a turn; a check records nothing', async () => {
+  it('judges takes and checks of one bucket in the order asked; a check records nothing; buckets stay apart', async () => {
     const c = counting(redis);
-    const l = limiter(c.client, 'apart');
+    const l = rateLimit(c.client, prefix, 'mixed', HOURLY, 1);
+    // As one call each: the check before the take sees room, the one after it does not.
+    expect(oks(await Promise.all([l.check('m'), l.take('m'), l.check('m'), l.take('m')]))).toEqual([true, true, false, false]);
+    expect(c.calls()).toBe(1);
+
+    const five = limiter(c.client, 'apart');
     const asked = await Promise.all([
-      ...Array.from({ length: 4 }, () => l.take('a')),
-      ...Array.from({ length: 7 }, () => l.check('b')),
-      ...Array.from({ length: 6 }, () => l.take('c')),
+      ...Array.from({ length: 4 }, () => five.take('a')),
+      ...Array.from({ length: 7 }, () => five.check('b')),
+      ...Array.from({ length: 6 }, () => five.take('c')),
     ]);
-    expect(c.calls()).toBe(3);
+    expect(c.calls()).toBe(4);
     expect(oks(asked)).toEqual([...Array(4).fill(true), ...Array(7).fill(true), true, true, true, true, true, false]);
     // The checks of b took nothing: its burst is whole.
-    const b = await Promise.all(Array.from({ length: 6 }, () => l.take('b')));
-    expect(oks(b)).toEqual([true, true, true, true, true, false]);
+    expect(oks(await Promise.all(Array.from({ length: 6 }, () => five.take('b'))))).toEqual([true, true, true, true, true, false]);
     // a has one left of its burst.
-    expect(oks(await Promise.all([l.take('a'), l.take('a')]))).toEqual([true, false]);
+    expect(oks(await Promise.all([five.take('a'), five.take('a')]))).toEqual([true, false]);
+  });
+
+  it('admits a whole burst at rates that do not divide a second, and keeps the bucket in whole µs', async () => {
+    // Nine a minute, seven an hour: summed in ms, the last of a burst came out a hair over its tolerance.
+    for (const [name, perSecond, burst] of [
+      ['nine', 9 / 60, 9],
+      ['seven', 7 / 3_600, 7],
+    ] as const) {
+      const l = rateLimit(redis, prefix, name, perSecond, burst);
+      const v = await Promise.all(Array.from({ length: burst + 1 }, () => l.take('k')));
+      expect(oks(v), name).toEqual([...Array(burst).fill(true), false]);
+    }
+    // At 21 000 a second a bucket in ms was stored as 0.1 ms (Lua's tostring) and never advanced.
+    await rateLimit(redis, prefix, 'fast', 21_000, 10).take('k');
+    expect(await redis.get(`${prefix}:rl2:fast:k`)).toMatch(/^\d{16}$/);
   });
 
   it('lets every request go on when Redis is not there', async () => {
