@@ -2,7 +2,8 @@
 // (vehicle and sorter contact), parcel intakes one by one, in concurrent
 // bursts (races of the FULL path) and in batch requests (POST /parcels/batch,
 // new parcels beside a repeat, a conflict and an unknown area), repeated and conflicting intakes, intakes
-// for an unknown area, reads of parcels and batches, time steps around the
+// for an unknown area, reads of parcels and batches, stray entries planted in
+// Redis (a parcel of one area in another's group), time steps around the
 // 1.5 s maximum wait, receiver behaviours and faults. The rules checked:
 // - every answer agrees with the model at once: a parcel arrives (database
 //   time) while its intake is under way, a repeat answers the same parcel, a
@@ -10,16 +11,21 @@
 //   batch, a batch read twice is the same, no batch above the size;
 // - once settled: every accepted parcel in exactly one batch of its own area
 //   and no row for a refused one; a FULL batch holds exactly the batch size and
-//   is made during an intake of its area (unless a fault struck this run or
-//   the one before), a TIMEOUT batch no earlier than its
-//   first arrival + the maximum wait; a batch's vehicle and its notice's
-//   recipient are one version of its area at the batch's moment; one
+//   is made during an intake of its area or the put-back a stray entry in its
+//   group brings about (unless a fault struck this run or the one before), a
+//   TIMEOUT batch no earlier than its first arrival + the maximum wait; a
+//   batch's vehicle and its notice's recipient are one version of its area at
+//   the batch's moment; one
 //   BATCH_DISPATCHED notice per batch, SENT, taken by the receiver (twice at
 //   most when a fault cut a send off); without faults no parcel waits much
 //   past the maximum wait (the flusher, or the reconciliation pass behind it),
 //   and a TIMEOUT batch is the flusher's (made before the pass's grace ends).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRedisUnavailable, redisCall } from '../../src/core/redis-call.js';
+import { PARCELS_QUEUE } from '../../src/modules/parcels/parcels.module.js';
+import { MAX_HOLD_MS } from '../../src/modules/parcels/parcels.service.js';
+import type { Batcher } from '../../src/queue/index.js';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
 import { MODEL_TIMINGS, type World, startWorld } from './world.js';
@@ -41,6 +47,8 @@ const WAIT_SLACK_MS = 3_000;
  */
 const FLUSH_SLACK_MS = 1_000;
 const PLATES = ['KA-101', 'KA-202', 'KB-303', 'KC-404', 'KD-505'] as const;
+/** Areas per run at most (PutArea's indices). */
+const AREAS = 4;
 
 /** When a request's effect may happen: between its send and its answer; an attempt given up on may act later still. */
 type Window = { from: number; to: number };
@@ -48,7 +56,17 @@ type Version = Window & { plate: string; contact: string };
 type Area = { index: number; code: string; versions: Version[]; groupings: Window[] };
 type Parcel = { trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
 type SeenBatch = { area: string; vehiclePlate: string; reason: string; parcels: string[]; createdAt: string };
-type Model = { areas: Area[]; parcels: Parcel[]; refused: string[]; batchIds: string[]; seen: Map<string, SeenBatch>; versions: number };
+type Model = {
+  areas: Area[];
+  parcels: Parcel[];
+  refused: string[];
+  batchIds: string[];
+  seen: Map<string, SeenBatch>;
+  versions: number;
+  /** Stray entries planted, and how many of them were of the parcel their area's wait counted from. */
+  strays: number;
+  strayDeadlines: number;
+};
 
 let world: World;
 let lastRunFaulted = false;
@@ -344,8 +362,99 @@ class ReadBatch extends Step<Model> {
   }
 }
 
+/**
+ * Plants a stray entry, as a stale or corrupt Redis entry would be: an
+ * accepted parcel of one area added to the Redis group of another, with its
+ * arrival (every entry the service writes carries its row's). The batch
+ * commit must give it to a batch of its own area only: the other area's take
+ * that names it (FULL or TIMEOUT) drops it there. Aimed at the case the
+ * commit once got wrong (a parcel named by batches of two areas in one
+ * statement, lost from both: parcels.regroup.test.ts has it directed): the
+ * parcel an area's wait counts from (its group's first arrival in Redis; of
+ * the first area from the pick on that waits, else any parcel not seen
+ * batched), put into an area not due before it (a new one, put as PutArea
+ * does, when the model has none), which then falls due at the same moment:
+ * both are taken in one flush round and committed together.
+ * (Planted with the arrival "now", the other area would fall due a maximum
+ * wait later, long after the parcel's own area took it.)
+ *
+ * Only into a group with room (fewer than the batch size but one waiting): an
+ * add that completes a batch hands it to its caller to commit, and this caller
+ * commits nothing (the batch would be in neither Redis nor the database). One
+ * that comes back all the same (the service put parcels back between the look
+ * and the add) goes back into the group, as the flusher puts back a batch it
+ * could not commit: the next add or take has it.
+ */
+class StrayEntry extends Step<Model> {
+  constructor(
+    readonly pick: number,
+    readonly other: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.parcels.some((x) => x.batchId === null);
+  }
+  async act(m: Model, r: Real) {
+    const batcher = r.world.batcher(PARCELS_QUEUE, { batchSize: SIZE, maxWaitMs: MAX_WAIT_MS });
+    const unbatched = m.parcels.filter((x) => x.batchId === null);
+    try {
+      const aimed = await this.firstOfSome(m, unbatched, batcher);
+      const p = aimed ?? (unbatched[this.pick % unbatched.length] as Parcel);
+      const into = await this.into(m, r, p, batcher);
+      if (!into) return;
+      // The stray moves that area's first arrival back to the parcel's: the
+      // flusher takes the area's own parcels out at the parcel's deadline,
+      // the database refuses them as not yet due, and the service holds them
+      // up to MAX_HOLD_MS before putting them back, where they may complete a
+      // batch with parcels taken in meanwhile. That put-back groups the area
+      // as an intake does: a FULL batch it makes is not made out of turn.
+      const from = Date.now();
+      into.groupings.push({ from, to: Math.max(from, p.createdAt + MAX_WAIT_MS) + MAX_HOLD_MS + FLUSH_SLACK_MS });
+      const r1 = await redisCall(batcher.add(into.code, p.trackingNo, p.createdAt), 'stray: add');
+      if (r1.batches.length > 0) await redisCall(batcher.restore(into.code, r1.batches.flat()), 'stray: put back');
+      if (r1.late || !r1.added) return;
+      m.strays++;
+      if (aimed) m.strayDeadlines++;
+    } catch (err) {
+      // Redis restarting after a fault: no stray this time (or one whose
+      // answer was lost: the window above holds for it).
+      if (!isRedisUnavailable(err)) throw err;
+    }
+  }
+  /** A parcel an area's wait counts from (its group's first arrival), of the first area from the pick on that waits. */
+  private async firstOfSome(m: Model, unbatched: Parcel[], batcher: Batcher): Promise<Parcel | null> {
+    for (let k = 0; k < m.areas.length; k++) {
+      const area = m.areas[(this.pick + k) % m.areas.length] as Area;
+      const first = (await redisCall(batcher.waiting(area.code), 'stray: waiting')).firstArrival;
+      const p = unbatched.find((x) => x.area === area.code && x.createdAt === first);
+      if (p) return p;
+    }
+    return null;
+  }
+  /** Another area with room in its group: one not due before the parcel, else a new one, else one due before it. */
+  private async into(m: Model, r: Real, p: Parcel, batcher: Batcher): Promise<Area | null> {
+    const others = m.areas.filter((a) => a.code !== p.area);
+    let sooner: Area | null = null;
+    for (let k = 0; k < others.length; k++) {
+      const area = others[(this.other + k) % others.length] as Area;
+      const w = await redisCall(batcher.waiting(area.code), 'stray: waiting');
+      if (w.count >= SIZE - 1) continue;
+      if (w.firstArrival === null || w.firstArrival >= p.createdAt) return area;
+      sooner ??= area;
+    }
+    const index = Array.from({ length: AREAS }, (_, i) => i).find((i) => !m.areas.some((a) => a.index === i));
+    if (index === undefined) return sooner;
+    await new PutArea(index, PLATES[this.other % PLATES.length] as string).act(m, r);
+    return m.areas.find((a) => a.index === index) as Area;
+  }
+  toString() {
+    return `StrayEntry(${this.pick}, ${this.other})`;
+  }
+}
+
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
-  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom(...PLATES)).map(([i, plate]) => new PutArea(i, plate)) },
+  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: AREAS - 1 }), fc.constantFrom(...PLATES)).map(([i, plate]) => new PutArea(i, plate)) },
   { weight: 5, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new Intake(a, n)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 2, max: 7 })).map(([a, n]) => new Burst(a, n)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 25 }), fc.nat()).map(([a, n, o]) => new BatchIntake(a, n, o)) },
@@ -354,6 +463,7 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(new IntakeUnknownArea()) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadParcel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadBatch(i)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([p, o]) => new StrayEntry(p, o)) },
 );
 
 /**
@@ -375,7 +485,16 @@ type ParcelRow = Awaited<ReturnType<Db['parcel']['findMany']>>[number];
 type NoteRow = Awaited<ReturnType<Db['notification']['findMany']>>[number];
 type Sent = { id: string; recipient?: string | null; payload?: unknown };
 type Problems = ReturnType<typeof problems>;
-type Counts = { parcels: number; batches: number; full: number; timeout: number; delivered: number; deliveredTwice: number };
+type Counts = {
+  parcels: number;
+  batches: number;
+  full: number;
+  timeout: number;
+  delivered: number;
+  deliveredTwice: number;
+  strays: number;
+  strayDeadlines: number;
+};
 
 function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, p: Problems, faultless: boolean): void {
   const accepted = new Map(m.parcels.map((x) => [x.trackingNo, x]));
@@ -487,7 +606,16 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
   for (const n of notes)
     if (!n.batchId || !ids.includes(n.batchId)) p.add(`notice ${n.id} (${n.kind}) to ${n.recipient} for batch ${n.batchId}: no batch of this run`);
-  const counts: Counts = { parcels: m.parcels.length, batches: batches.length, full: 0, timeout: 0, delivered: 0, deliveredTwice: 0 };
+  const counts: Counts = {
+    parcels: m.parcels.length,
+    batches: batches.length,
+    full: 0,
+    timeout: 0,
+    delivered: 0,
+    deliveredTwice: 0,
+    strays: m.strays,
+    strayDeadlines: m.strayDeadlines,
+  };
   const faultless = Object.keys(r.run.faults).length === 0;
   const prompt = faultless && !lastRunFaulted;
   lastRunFaulted = !faultless;
@@ -516,7 +644,7 @@ describe('parcels, model-based', () => {
       name: 'parcels',
       world: () => world,
       operations,
-      newModel: () => ({ areas: [], parcels: [], refused: [], batchIds: [], seen: new Map(), versions: 0 }),
+      newModel: () => ({ areas: [], parcels: [], refused: [], batchIds: [], seen: new Map(), versions: 0, strays: 0, strayDeadlines: 0 }),
       settleAndCheck,
       runs: 8,
       maxCommands: 40,

@@ -17,6 +17,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/core/free-port.js';
+import { type RedisClient, createRedis } from '../../src/core/redis.js';
+import { type Batcher, type BatcherOptions, batcherPrefix, createBatcher } from '../../src/queue/index.js';
 import { type Http, createHttp } from '../chaos/drivers/http.js';
 import { type ChildService, restartChildService, startChildService } from '../helpers/child-service.js';
 import { type TestDb, adminQuery, createTestDb } from '../helpers/db.js';
@@ -102,6 +104,13 @@ export type World = {
   readonly http: Http;
   readonly db: TestDb['db'];
   readonly webhook: Webhook;
+  /**
+   * The service's batcher `name` (its keys under the service's QUEUE_PREFIX),
+   * on a connection of the suite's own straight to Redis, not through the
+   * proxy a fault may silence: for a suite to plant what the service itself
+   * should not write (a stray entry in a group). Opened at the first call.
+   */
+  batcher(name: string, o: Pick<BatcherOptions, 'batchSize' | 'maxWaitMs'>): Batcher;
   /** A new tag for one run's ids. */
   runTag(): string;
   /** Starts a run's log. */
@@ -149,6 +158,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     ...Array.from({ length: workers }, () => startChildService('worker', env)),
   ]);
   const finished: string[] = [];
+  let direct: RedisClient | null = null;
   let restarting: Promise<void> = Promise.resolve();
   let runs = 0;
   const http = createHttp(`http://127.0.0.1:${port}`, (await makeApiKey(tdb.url)).key, 60_000);
@@ -204,6 +214,10 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     http,
     db: tdb.db,
     webhook,
+    batcher(name, o) {
+      direct ??= createRedis(redis.url, 'model-suite');
+      return createBatcher(direct, { name, prefix: batcherPrefix(env.QUEUE_PREFIX), ...o });
+    },
     runTag: () => `${name}${++runs}-${randomBytes(2).toString('hex')}`,
     startRun: () => ({ operations: 0, faults: {}, mayRepeat: false, faultSpans: [] }),
     receiver(kind) {
@@ -287,6 +301,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
       await Promise.all([api, ...pool].map((c) => c?.kill('SIGKILL')));
       await webhook.close();
       await proxy.close();
+      direct?.disconnect();
       await redis.stop();
       await tdb.drop();
     },

@@ -12,7 +12,7 @@ import type { Batcher, DueBatch, TakenItem } from '../../queue/index.js';
 import type { CommittedBatch, LeftParcel, ParcelRow, ParcelsRepository } from './parcels.repository.js';
 
 /** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
-const MAX_HOLD_MS = 1_000;
+export const MAX_HOLD_MS = 1_000;
 /** Single intakes sharing one INSERT at most. */
 const GATHER_MAX = 200;
 
