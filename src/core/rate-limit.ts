@@ -96,7 +96,7 @@ export function rateLimit(redis: RedisClient, prefix: string, name: string, perS
 
 /** A decision: 't' take, 'c' check. */
 type Mode = 't' | 'c';
-/** Decisions of one bucket in one call at most (a turn's beyond it go in the next call). */
+/** Decisions of one bucket in one call at most (a turn's beyond it go in a second call, sent right after). */
 const GATHER_MAX = 1_000;
 
 /** Retry-After in whole seconds, at least 1. */
