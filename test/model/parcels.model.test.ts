@@ -19,7 +19,10 @@
 //   BATCH_DISPATCHED notice per batch, SENT, taken by the receiver (twice at
 //   most when a fault cut a send off); without faults no parcel waits much
 //   past the maximum wait (the flusher, or the reconciliation pass behind it),
-//   and a TIMEOUT batch is the flusher's (made before the pass's grace ends).
+//   and a TIMEOUT batch is the flusher's (made before the pass's grace ends);
+//   a parcel planted as a stray entry while its area's wait counted from it
+//   is batched with its area on time unless a fault came near (a fault
+//   elsewhere in the run does not excuse it).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRedisUnavailable, redisCall } from '../../src/core/redis-call.js';
@@ -28,7 +31,7 @@ import { MAX_HOLD_MS } from '../../src/modules/parcels/parcels.service.js';
 import type { Batcher } from '../../src/queue/index.js';
 import type { Reply } from '../chaos/drivers/http.js';
 import { type Real, Step, problems, repeatExplained, runSuite, settled } from './runner.js';
-import { MODEL_TIMINGS, type World, startWorld } from './world.js';
+import { type FaultSpan, MODEL_TIMINGS, type World, startWorld } from './world.js';
 
 // Three clocks meet here (this process's, PostgreSQL's, Redis's, one host) and a
 // request's moment in the database lies between its send and its answer.
@@ -46,6 +49,14 @@ const WAIT_SLACK_MS = 3_000;
  * run can hold the flusher up for its take timeout).
  */
 const FLUSH_SLACK_MS = 1_000;
+/**
+ * How long after a fault the flusher may still be held up by it: a silenced
+ * connection is found dead by the next take's timeout (2 s, after an idle
+ * re-check of 0.5 s), a restarted Redis is reached again within the
+ * reconnect backoff (2 s at most), a killed worker starts again beside the
+ * other worker's flusher (some seconds of CPU).
+ */
+const LINGER_MS = 4_000;
 const PLATES = ['KA-101', 'KA-202', 'KB-303', 'KC-404', 'KD-505'] as const;
 /** Areas per run at most (PutArea's indices). */
 const AREAS = 4;
@@ -55,6 +66,8 @@ type Window = { from: number; to: number };
 type Version = Window & { plate: string; contact: string };
 type Area = { index: number; code: string; versions: Version[]; groupings: Window[] };
 type Parcel = { trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
+/** A stray entry of a parcel its area's wait counted from, planted into another area's group. */
+type Stray = { trackingNo: string; into: string };
 type SeenBatch = { area: string; vehiclePlate: string; reason: string; parcels: string[]; createdAt: string };
 type Model = {
   areas: Area[];
@@ -63,13 +76,14 @@ type Model = {
   batchIds: string[];
   seen: Map<string, SeenBatch>;
   versions: number;
-  /** Stray entries planted, and how many of them were of the parcel their area's wait counted from. */
+  /** Stray entries planted; the aimed ones (of the parcel its area's wait counted from) listed. */
   strays: number;
-  strayDeadlines: number;
+  aimed: Stray[];
 };
 
 let world: World;
 let lastRunFaulted = false;
+let lastRunSpans: FaultSpan[] = [];
 beforeAll(async () => {
   world = await startWorld('parcels');
 }, 120_000);
@@ -367,16 +381,20 @@ class ReadBatch extends Step<Model> {
  * accepted parcel of one area added to the Redis group of another, with its
  * arrival (every entry the service writes carries its row's). The batch
  * commit must give it to a batch of its own area only: the other area's take
- * that names it (FULL or TIMEOUT) drops it there. Aimed at the case the
- * commit once got wrong (a parcel named by batches of two areas in one
- * statement, lost from both: parcels.regroup.test.ts has it directed): the
- * parcel an area's wait counts from (its group's first arrival in Redis; of
- * the first area from the pick on that waits, else any parcel not seen
- * batched), put into an area not due before it (a new one, put as PutArea
- * does, when the model has none), which then falls due at the same moment:
- * both are taken in one flush round and committed together.
- * (Planted with the arrival "now", the other area would fall due a maximum
- * wait later, long after the parcel's own area took it.)
+ * that names it (FULL or TIMEOUT) drops it there.
+ *
+ * Aimed at the case the commit once got wrong (a parcel named by batches of
+ * two areas in one statement, lost from both: parcels.regroup.test.ts has it
+ * directed): the parcel an area's wait counts from (its group's first arrival
+ * in Redis, not yet due; of the area with the fewest waiting that has one,
+ * else any parcel not seen batched), put into an area not due before it,
+ * which then falls due at the same moment: both are taken in one flush round
+ * and committed together. Planted with the arrival "now", the other area
+ * would fall due a maximum wait later, long after the parcel's own area took
+ * it. When that other area waits on a parcel of its own, that one is put the
+ * other way (a swap): one commit then names each parcel in two batches, and
+ * whichever batch id is the lower, one of the two is the case. Where no area
+ * fits, a new one is put first (as PutArea does).
  *
  * Only into a group with room (fewer than the batch size but one waiting): an
  * add that completes a batch hands it to its caller to commit, and this caller
@@ -398,51 +416,47 @@ class StrayEntry extends Step<Model> {
   async act(m: Model, r: Real) {
     const batcher = r.world.batcher(PARCELS_QUEUE, { batchSize: SIZE, maxWaitMs: MAX_WAIT_MS });
     const unbatched = m.parcels.filter((x) => x.batchId === null);
+    const firstOf = async (area: Area): Promise<{ p: Parcel; waiting: number } | null> => {
+      const w = await redisCall(batcher.waiting(area.code), 'stray: waiting');
+      // Not yet due: past it, the flusher is taking the area now.
+      const p = unbatched.find((x) => x.area === area.code && x.createdAt === w.firstArrival && x.createdAt + MAX_WAIT_MS > Date.now());
+      return p ? { p, waiting: w.count } : null;
+    };
     try {
-      const aimed = await this.firstOfSome(m, unbatched, batcher);
-      const p = aimed ?? (unbatched[this.pick % unbatched.length] as Parcel);
+      // Of the area with the fewest waiting (the likeliest to wait for its deadline, not to fill first).
+      let aimed: { p: Parcel; waiting: number } | null = null;
+      for (let k = 0; k < m.areas.length; k++) {
+        const f = await firstOf(m.areas[(this.pick + k) % m.areas.length] as Area);
+        if (f && (!aimed || f.waiting < aimed.waiting)) aimed = f;
+      }
+      const p = aimed?.p ?? (unbatched[this.pick % unbatched.length] as Parcel);
       const into = await this.into(m, r, p, batcher);
       if (!into) return;
-      // The stray moves that area's first arrival back to the parcel's: the
-      // flusher takes the area's own parcels out at the parcel's deadline,
-      // the database refuses them as not yet due, and the service holds them
-      // up to MAX_HOLD_MS before putting them back, where they may complete a
-      // batch with parcels taken in meanwhile. That put-back groups the area
-      // as an intake does: a FULL batch it makes is not made out of turn.
-      const from = Date.now();
-      into.groupings.push({ from, to: Math.max(from, p.createdAt + MAX_WAIT_MS) + MAX_HOLD_MS + FLUSH_SLACK_MS });
-      const r1 = await redisCall(batcher.add(into.code, p.trackingNo, p.createdAt), 'stray: add');
-      if (r1.batches.length > 0) await redisCall(batcher.restore(into.code, r1.batches.flat()), 'stray: put back');
-      if (r1.late || !r1.added) return;
-      m.strays++;
-      if (aimed) m.strayDeadlines++;
+      // Read before the plant, which makes the parcel that area's first arrival.
+      const back = aimed && (await firstOf(into));
+      await plantStray(m, batcher, p, into, aimed !== null);
+      const home = m.areas.find((a) => a.code === p.area) as Area;
+      if (back && (await redisCall(batcher.waiting(home.code), 'stray: waiting')).count < SIZE - 1) await plantStray(m, batcher, back.p, home, true);
     } catch (err) {
       // Redis restarting after a fault: no stray this time (or one whose
-      // answer was lost: the window above holds for it).
+      // answer was lost: plantStray's window holds for it).
       if (!isRedisUnavailable(err)) throw err;
     }
   }
-  /** A parcel an area's wait counts from (its group's first arrival), of the first area from the pick on that waits. */
-  private async firstOfSome(m: Model, unbatched: Parcel[], batcher: Batcher): Promise<Parcel | null> {
-    for (let k = 0; k < m.areas.length; k++) {
-      const area = m.areas[(this.pick + k) % m.areas.length] as Area;
-      const first = (await redisCall(batcher.waiting(area.code), 'stray: waiting')).firstArrival;
-      const p = unbatched.find((x) => x.area === area.code && x.createdAt === first);
-      if (p) return p;
-    }
-    return null;
-  }
-  /** Another area with room in its group: one not due before the parcel, else a new one, else one due before it. */
+  /** Another area with room in its group: one waiting, not due before the parcel; else an empty one; else a new one; else one due before it. */
   private async into(m: Model, r: Real, p: Parcel, batcher: Batcher): Promise<Area | null> {
     const others = m.areas.filter((a) => a.code !== p.area);
+    let empty: Area | null = null;
     let sooner: Area | null = null;
     for (let k = 0; k < others.length; k++) {
       const area = others[(this.other + k) % others.length] as Area;
       const w = await redisCall(batcher.waiting(area.code), 'stray: waiting');
       if (w.count >= SIZE - 1) continue;
-      if (w.firstArrival === null || w.firstArrival >= p.createdAt) return area;
-      sooner ??= area;
+      if (w.firstArrival === null) empty ??= area;
+      else if (w.firstArrival >= p.createdAt) return area;
+      else sooner ??= area;
     }
+    if (empty) return empty;
     const index = Array.from({ length: AREAS }, (_, i) => i).find((i) => !m.areas.some((a) => a.index === i));
     if (index === undefined) return sooner;
     await new PutArea(index, PLATES[this.other % PLATES.length] as string).act(m, r);
@@ -451,6 +465,23 @@ class StrayEntry extends Step<Model> {
   toString() {
     return `StrayEntry(${this.pick}, ${this.other})`;
   }
+}
+
+/** Adds parcel `p` to the group of area `into` (not its own) with its arrival; `aimed`: it is the one its area's wait counts from. */
+async function plantStray(m: Model, batcher: Batcher, p: Parcel, into: Area, aimed: boolean): Promise<void> {
+  // The stray moves that area's first arrival back to the parcel's: the
+  // flusher takes the area's own parcels out at the parcel's deadline, the
+  // database refuses them as not yet due, and the service holds them up to
+  // MAX_HOLD_MS before putting them back, where they may complete a batch
+  // with parcels taken in meanwhile. That put-back groups the area as an
+  // intake does: a FULL batch it makes is not made out of turn.
+  const from = Date.now();
+  into.groupings.push({ from, to: Math.max(from, p.createdAt + MAX_WAIT_MS) + MAX_HOLD_MS + FLUSH_SLACK_MS });
+  const r = await redisCall(batcher.add(into.code, p.trackingNo, p.createdAt), 'stray: add');
+  if (r.batches.length > 0) await redisCall(batcher.restore(into.code, r.batches.flat()), 'stray: put back');
+  if (r.late || !r.added) return;
+  m.strays++;
+  if (aimed && !m.aimed.some((s) => s.trackingNo === p.trackingNo)) m.aimed.push({ trackingNo: p.trackingNo, into: into.code });
 }
 
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
@@ -493,7 +524,9 @@ type Counts = {
   delivered: number;
   deliveredTwice: number;
   strays: number;
-  strayDeadlines: number;
+  /** Aimed strays, and those held to the rule of checkStrays (no fault near). */
+  straysAimed: number;
+  straysChecked: number;
 };
 
 function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, p: Problems, faultless: boolean): void {
@@ -523,6 +556,33 @@ function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow
       p.add(`parcel ${x.trackingNo}: its intake answered it BATCHED, its batch ${batch.id} is ${batch.reason} made at ${batch.createdAt.toISOString()}`);
     const waited = row.batchedAt.getTime() - x.createdAt;
     if (faultless && waited > MAX_WAIT_MS + WAIT_SLACK_MS) p.add(`parcel ${x.trackingNo}: waited ${waited} ms without any fault in the run`);
+  }
+}
+
+/**
+ * A stray entry aimed at its parcel's deadline (planted while its area's wait
+ * counted from it, before the deadline: the parcel was in its group) must not
+ * cost the parcel its turn: it is batched, with its own area, by its deadline
+ * + FLUSH_SLACK_MS. Held whatever else the run did (the lateness rules of
+ * checkBatch ask a run without faults, and would seldom see a stray): excused
+ * only by a fault, of this run or the last, from LINGER_MS before the
+ * deadline to that time. Late, the flusher left the parcel to the
+ * reconciliation pass.
+ */
+function checkStrays(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, spans: FaultSpan[], p: Problems, counts: Counts): void {
+  for (const s of m.aimed) {
+    const x = m.parcels.find((y) => y.trackingNo === s.trackingNo) as Parcel;
+    const deadline = x.createdAt + MAX_WAIT_MS;
+    const due = deadline + FLUSH_SLACK_MS;
+    if (spans.some((f) => f.from <= due && f.to >= deadline - LINGER_MS)) continue;
+    counts.straysChecked++;
+    const row = rows.find((y) => y.trackingNo === s.trackingNo);
+    const batch = row?.batchId ? batches.get(row.batchId) : undefined;
+    // Not batched, or batched elsewhere: checkParcels says so.
+    if (batch && batch.createdAt.getTime() > due)
+      p.add(
+        `parcel ${x.trackingNo}, planted into ${s.into}'s group: batch ${batch.id} made ${batch.createdAt.getTime() - due} ms past its deadline + slack, no fault near`,
+      );
   }
 }
 
@@ -614,12 +674,16 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
     delivered: 0,
     deliveredTwice: 0,
     strays: m.strays,
-    strayDeadlines: m.strayDeadlines,
+    straysAimed: m.aimed.length,
+    straysChecked: 0,
   };
   const faultless = Object.keys(r.run.faults).length === 0;
   const prompt = faultless && !lastRunFaulted;
   lastRunFaulted = !faultless;
-  checkParcels(m, rows, new Map(batches.map((b) => [b.id, b])), p, faultless);
+  const byId = new Map(batches.map((b) => [b.id, b]));
+  checkParcels(m, rows, byId, p, faultless);
+  checkStrays(m, rows, byId, [...lastRunSpans, ...r.run.faultSpans], p, counts);
+  lastRunSpans = r.run.faultSpans;
   for (const b of batches) {
     counts[b.reason === 'FULL' ? 'full' : 'timeout']++;
     const mine = notes.filter((n) => n.batchId === b.id);
@@ -644,7 +708,7 @@ describe('parcels, model-based', () => {
       name: 'parcels',
       world: () => world,
       operations,
-      newModel: () => ({ areas: [], parcels: [], refused: [], batchIds: [], seen: new Map(), versions: 0, strays: 0, strayDeadlines: 0 }),
+      newModel: () => ({ areas: [], parcels: [], refused: [], batchIds: [], seen: new Map(), versions: 0, strays: 0, aimed: [] }),
       settleAndCheck,
       runs: 8,
       maxCommands: 40,
