@@ -12,21 +12,39 @@ export type Gatherer<I, O> = { submit(item: I): Promise<O> };
 type Waiting<I, O> = { item: I; resolve: (v: O) => void; reject: (e: unknown) => void };
 
 /**
- * `run` gets up to `maxBatch` items and answers one Settled per item, in order;
- * if it throws, every item of its batch fails with that error.
+ * The turn planning both gatherers share: the items submitted in one turn,
+ * by key, go to `runBatch` at the end of the turn (setImmediate), up to
+ * `maxBatch` a call, keys in the order they were first asked.
  */
-export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<readonly Settled<O>[]>, maxBatch: number): Gatherer<I, O> {
-  let waiting: Waiting<I, O>[] = [];
+function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Promise<void>, maxBatch: number) {
+  let waiting = new Map<string, Waiting<I, O>[]>();
   let planned = false;
 
   function flush(): void {
     planned = false;
     const all = waiting;
-    waiting = [];
-    for (let i = 0; i < all.length; i += maxBatch) void runBatch(all.slice(i, i + maxBatch));
+    waiting = new Map();
+    for (const [key, ws] of all) for (let i = 0; i < ws.length; i += maxBatch) void runBatch(key, ws.slice(i, i + maxBatch));
   }
 
-  async function runBatch(batch: Waiting<I, O>[]): Promise<void> {
+  return (key: string, item: I): Promise<O> =>
+    new Promise<O>((resolve, reject) => {
+      const ws = waiting.get(key);
+      if (ws) ws.push({ item, resolve, reject });
+      else waiting.set(key, [{ item, resolve, reject }]);
+      if (!planned) {
+        planned = true;
+        setImmediate(flush);
+      }
+    });
+}
+
+/**
+ * `run` gets up to `maxBatch` items and answers one Settled per item, in order;
+ * if it throws, every item of its batch fails with that error.
+ */
+export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<readonly Settled<O>[]>, maxBatch: number): Gatherer<I, O> {
+  const submit = gatherTurns<I, O>(async (_key, batch) => {
     let answers: readonly Settled<O>[];
     try {
       answers = await run(batch.map((w) => w.item));
@@ -40,59 +58,32 @@ export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<reado
       if (a.ok) w.resolve(a.value);
       else w.reject(a.error);
     });
-  }
-
-  return {
-    submit(item) {
-      return new Promise<O>((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
-        if (!planned) {
-          planned = true;
-          setImmediate(flush);
-        }
-      });
-    },
-  };
+  }, maxBatch);
+  return { submit: (item) => submit('', item) };
 }
 
 /**
  * Gathers the calls of one turn by key: one batch call per key (`run`: an
- * answer per item, in order; it must not throw), up to `maxBatch` items each,
+ * answer per item, in order; if it throws, its batch's callers fail with
+ * that error), up to `maxBatch` items each,
  * started in the order the keys were first asked. Each key's callers are
  * answered when its own call is, not held for another key's.
  */
 export function createKeyedGatherer<I, O>(run: (key: string, items: readonly I[]) => Promise<readonly O[]>, maxBatch: number) {
-  let waiting = new Map<string, { item: I; resolve: (v: O) => void }[]>();
-  let planned = false;
-
-  function flush(): void {
-    planned = false;
-    const all = waiting;
-    waiting = new Map();
-    for (const [key, ws] of all) for (let i = 0; i < ws.length; i += maxBatch) void runBatch(key, ws.slice(i, i + maxBatch));
-  }
-
-  async function runBatch(key: string, batch: { item: I; resolve: (v: O) => void }[]): Promise<void> {
-    const answers = await run(
-      key,
-      batch.map((w) => w.item),
-    );
+  const submit = gatherTurns<I, O>(async (key, batch) => {
+    let answers: readonly O[];
+    try {
+      answers = await run(
+        key,
+        batch.map((w) => w.item),
+      );
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+      return;
+    }
     batch.forEach((w, i) => w.resolve(answers[i] as O));
-  }
-
-  return {
-    submit(key: string, item: I): Promise<O> {
-      return new Promise<O>((resolve) => {
-        const ws = waiting.get(key);
-        if (ws) ws.push({ item, resolve });
-        else waiting.set(key, [{ item, resolve }]);
-        if (!planned) {
-          planned = true;
-          setImmediate(flush);
-        }
-      });
-    },
-  };
+  }, maxBatch);
+  return { submit };
 }
 
 /**

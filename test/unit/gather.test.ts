@@ -1,7 +1,7 @@
 // The gatherer: calls of one event-loop turn become one batch call, answers and
 // failures reach the right callers.
 import { describe, expect, it } from 'vitest';
-import { createGatherer, settleEach } from '../../src/core/gather.js';
+import { createGatherer, createKeyedGatherer, settleEach } from '../../src/core/gather.js';
 
 describe('gatherer', () => {
   it('runs the calls of one turn as one batch, in order, split at the batch limit', async () => {
@@ -51,5 +51,36 @@ describe('gatherer', () => {
       { ok: true, value: 1 },
       { ok: false, error: new Error('no') },
     ]);
+  });
+
+  it('runs one batch call per key and turn, keys in the order first asked, each split at the limit', async () => {
+    const calls: [string, number[]][] = [];
+    const g = createKeyedGatherer<number, number>(async (key, items) => {
+      calls.push([key, [...items]]);
+      return items.map((i) => i * 10);
+    }, 2);
+    const r = await Promise.all([g.submit('b', 1), g.submit('a', 2), g.submit('b', 3), g.submit('b', 4)]);
+    expect(r).toEqual([10, 20, 30, 40]);
+    expect(calls).toEqual([
+      ['b', [1, 3]],
+      ['b', [4]],
+      ['a', [2]],
+    ]);
+  });
+
+  it("answers each key's callers when its own call does, and fails only the callers of a call that throws", async () => {
+    let releaseSlow!: () => void;
+    const slow = new Promise<void>((r) => (releaseSlow = r));
+    const g = createKeyedGatherer<number, number>(async (key, items) => {
+      if (key === 'slow') await slow;
+      if (key === 'boom') throw new Error('down');
+      return [...items];
+    }, 10);
+    const held = g.submit('slow', 1);
+    const failed = g.submit('boom', 2);
+    expect(await g.submit('fast', 3)).toBe(3);
+    await expect(failed).rejects.toThrow('down');
+    releaseSlow();
+    expect(await held).toBe(1);
   });
 });
