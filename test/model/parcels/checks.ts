@@ -1,0 +1,174 @@
+// The parcels model suite's rules once a run has settled: each compares the
+// database rows and the receiver's calls with the model and adds what
+// disagrees to the run's problems.
+import { type Real, type problems, repeatExplained } from '../runner.js';
+import type { FaultSpan, World } from '../world.js';
+import {
+  type Area,
+  EPS_MS,
+  FLUSH_SLACK_MS,
+  LINGER_MS,
+  MAX_WAIT_MS,
+  type Model,
+  type Parcel,
+  SIZE,
+  type SeenBatch,
+  type Version,
+  WAIT_SLACK_MS,
+  within,
+} from './model.js';
+
+/** JSON equality regardless of key order (jsonb keeps its keys in an order of its own). */
+function sameJson(a: unknown, b: unknown): boolean {
+  const canon = (v: unknown): unknown =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .sort(([x], [y]) => x.localeCompare(y))
+            .map(([k, w]) => [k, canon(w)]),
+        )
+      : v;
+  return JSON.stringify(canon(a)) === JSON.stringify(canon(b));
+}
+
+/**
+ * The area's versions (vehicle and sorter contact together) that may have been
+ * current at database time `t`: made no later than `t`, and not yet replaced
+ * (the next one's request may still have been under way), or one whose
+ * request was retried (an attempt given up on may have written it late).
+ */
+function versionsAt(area: Area, t: number): Version[] {
+  return area.versions.filter((v, k) => {
+    const next = area.versions[k + 1];
+    return v.from <= t + EPS_MS && (!next || next.to >= t - EPS_MS || v.to === Number.POSITIVE_INFINITY);
+  });
+}
+
+export type Db = World['db'];
+type BatchRow = Awaited<ReturnType<Db['batch']['findMany']>>[number];
+type ParcelRow = Awaited<ReturnType<Db['parcel']['findMany']>>[number];
+type NoteRow = Awaited<ReturnType<Db['notification']['findMany']>>[number];
+export type Sent = { id: string; recipient?: string | null; payload?: unknown };
+type Problems = ReturnType<typeof problems>;
+export type Counts = {
+  parcels: number;
+  batches: number;
+  full: number;
+  timeout: number;
+  delivered: number;
+  deliveredTwice: number;
+  strays: number;
+  /** Aimed strays, and those held to the rule of checkStrays (no fault near). */
+  straysAimed: number;
+  straysChecked: number;
+};
+
+export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, p: Problems, faultless: boolean): void {
+  const accepted = new Map(m.parcels.map((x) => [x.trackingNo, x]));
+  for (const t of m.refused) if (rows.some((x) => x.trackingNo === t)) p.add(`parcel ${t}: its intake was refused, yet it has a row`);
+  for (const row of rows)
+    if (!accepted.has(row.trackingNo) && !m.refused.includes(row.trackingNo))
+      p.add(`parcel ${row.trackingNo} of ${row.areaCode}: never accepted, yet it has a row`);
+  for (const x of m.parcels) {
+    const row = rows.find((y) => y.trackingNo === x.trackingNo);
+    if (!row) {
+      p.add(`parcel ${x.trackingNo} is gone`);
+      continue;
+    }
+    if (row.areaCode !== x.area || row.createdAt.getTime() !== x.createdAt)
+      p.add(`parcel ${x.trackingNo}: now of ${row.areaCode} since ${row.createdAt.toISOString()}`);
+    const batch = row.batchId ? batches.get(row.batchId) : undefined;
+    if (row.status !== 'BATCHED' || !batch || !row.batchedAt) {
+      p.add(`parcel ${x.trackingNo}: ${row.status} in batch ${row.batchId} (${batch ? 'of this run' : 'unknown'})`);
+      continue;
+    }
+    if (batch.areaCode !== x.area) p.add(`parcel ${x.trackingNo} of ${x.area} in batch ${batch.id} of ${batch.areaCode}`);
+    if (x.batchId && x.batchId !== batch.id) p.add(`parcel ${x.trackingNo}: seen in batch ${x.batchId}, now in ${batch.id}`);
+    if (row.batchedAt.getTime() !== batch.createdAt.getTime())
+      p.add(`parcel ${x.trackingNo}: batched at ${row.batchedAt.toISOString()}, its batch made at ${batch.createdAt.toISOString()}`);
+    if (x.fullIn && (batch.reason !== 'FULL' || !within(batch.createdAt.getTime(), x.fullIn)))
+      p.add(`parcel ${x.trackingNo}: its intake answered it BATCHED, its batch ${batch.id} is ${batch.reason} made at ${batch.createdAt.toISOString()}`);
+    const waited = row.batchedAt.getTime() - x.createdAt;
+    if (faultless && waited > MAX_WAIT_MS + WAIT_SLACK_MS) p.add(`parcel ${x.trackingNo}: waited ${waited} ms without any fault in the run`);
+  }
+}
+
+/**
+ * A stray entry aimed at its parcel's deadline (planted while its area's wait
+ * counted from it, before the deadline: the parcel was in its group) must not
+ * cost the parcel its turn: it is batched, with its own area, by its deadline
+ * + FLUSH_SLACK_MS. Held whatever else the run did (the lateness rules of
+ * checkBatch ask a run without faults, and would seldom see a stray): excused
+ * only by a fault, of this run or the last, from LINGER_MS before the
+ * deadline to that time. Late, the flusher left the parcel to the
+ * reconciliation pass.
+ */
+export function checkStrays(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, spans: FaultSpan[], p: Problems, counts: Counts): void {
+  for (const s of m.aimed) {
+    const x = m.parcels.find((y) => y.trackingNo === s.trackingNo) as Parcel;
+    const deadline = x.createdAt + MAX_WAIT_MS;
+    const due = deadline + FLUSH_SLACK_MS;
+    if (spans.some((f) => f.from <= due && f.to >= deadline - LINGER_MS)) continue;
+    counts.straysChecked++;
+    const row = rows.find((y) => y.trackingNo === s.trackingNo);
+    const batch = row?.batchId ? batches.get(row.batchId) : undefined;
+    // Not batched, or batched elsewhere: checkParcels says so.
+    if (batch && batch.createdAt.getTime() > due)
+      p.add(
+        `parcel ${x.trackingNo}, planted into ${s.into}'s group: batch ${batch.id} made ${batch.createdAt.getTime() - due} ms past its deadline + slack, no fault near`,
+      );
+  }
+}
+
+export function checkBatch(m: Model, b: BatchRow, members: ParcelRow[], notes: NoteRow[], p: Problems, prompt: boolean): void {
+  const area = m.areas.find((a) => a.code === b.areaCode) as Area;
+  const at = b.createdAt.getTime();
+  const what = `batch ${b.id} (${b.reason}, ${members.length} parcels, ${b.createdAt.toISOString()})`;
+  if (members.length !== b.parcelCount || members.length < 1 || members.length > SIZE) p.add(`${what}: counts ${b.parcelCount}`);
+  if (b.reason === 'FULL') {
+    if (members.length !== SIZE) p.add(`${what}: FULL below the batch size ${SIZE}`);
+    // After a fault the reconciliation pass (parcels Redis lost, put back) and
+    // a late add answer (committed after its intake answered) make FULL batches too.
+    if (prompt && !area.groupings.some((w) => within(at, w))) p.add(`${what}: FULL, made outside every intake of ${area.code} without any fault`);
+  } else if (members.length > 0) {
+    const first = Math.min(...members.map((x) => x.createdAt.getTime()));
+    if (at < first + MAX_WAIT_MS - EPS_MS) p.add(`${what}: TIMEOUT ${first + MAX_WAIT_MS - at} ms before its first parcel's deadline`);
+    if (prompt && at > first + MAX_WAIT_MS + FLUSH_SLACK_MS)
+      p.add(`${what}: TIMEOUT ${at - first - MAX_WAIT_MS} ms after its deadline, no fault: the flusher missed it`);
+  }
+  const seen = m.seen.get(b.id);
+  const now: SeenBatch = {
+    area: b.areaCode,
+    vehiclePlate: b.vehiclePlate,
+    reason: b.reason,
+    parcels: members.map((x) => x.trackingNo).sort(),
+    createdAt: b.createdAt.toISOString(),
+  };
+  if (seen && JSON.stringify(seen) !== JSON.stringify(now)) p.add(`${what}: read as ${JSON.stringify(seen)}, now ${JSON.stringify(now)}`);
+  const note = notes.length === 1 ? notes[0] : undefined;
+  if (!note || note.kind !== 'BATCH_DISPATCHED') {
+    p.add(`${what}: ${notes.length} notices (${notes.map((n) => n.kind).join(', ')})`);
+    if (!versionsAt(area, at).some((v) => v.plate === b.vehiclePlate)) p.add(`${what}: vehicle ${b.vehiclePlate} was not ${area.code}'s then`);
+    return;
+  }
+  const versions = versionsAt(area, at);
+  if (!versions.some((v) => v.plate === b.vehiclePlate && v.contact === note.recipient)) {
+    p.add(`${what}: vehicle ${b.vehiclePlate} and sorter ${note.recipient} were not ${area.code}'s then (${JSON.stringify(versions)})`);
+  }
+  const payload = { batchId: b.id, area: b.areaCode, vehiclePlate: b.vehiclePlate, reason: b.reason, parcels: members.length };
+  if (!sameJson(note.payload, payload)) p.add(`${what}: notice payload ${JSON.stringify(note.payload)}`);
+}
+
+export function checkDelivery(note: NoteRow | undefined, sent: Sent[], r: Real, p: Problems, counts: Counts): void {
+  if (!note) return;
+  const mine = sent.filter((s) => s.id === note.id);
+  if (note.status !== 'SENT' || mine.length === 0)
+    p.add(`notice ${note.id} of batch ${note.batchId}: ${note.status}, the receiver took it ${mine.length} times`);
+  for (const s of mine)
+    if (s.recipient !== note.recipient || !sameJson(s.payload, note.payload)) p.add(`notice ${note.id}: the receiver took ${JSON.stringify(s)}`);
+  if (mine.length > 0) counts.delivered++;
+  if (mine.length > 1) {
+    counts.deliveredTwice++;
+    if (!repeatExplained(r, note)) p.add(`notice ${note.id}: taken ${mine.length} times without a fault that could cut a send off`);
+  }
+}

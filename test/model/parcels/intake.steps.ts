@@ -1,0 +1,202 @@
+// The parcels model suite's writing steps: areas put (vehicle and sorter
+// contact), parcels taken in one by one, in bursts and in batch requests,
+// repeated, conflicting and for an unknown area.
+import type { Reply } from '../../chaos/drivers/http.js';
+import { type Real, Step } from '../runner.js';
+import { type Area, type Model, type Parcel, fail, observeParcel, windowOf, within } from './model.js';
+
+export class PutArea extends Step<Model> {
+  constructor(
+    readonly index: number,
+    readonly plate: string,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const known = m.areas.find((a) => a.index === this.index);
+    const code = known?.code ?? `${r.tag}-a${this.index}`;
+    const contact = `sorter${++m.versions}@${r.tag}.example`;
+    const res = await r.world.http.send('PUT', `/areas/${code}`, { vehiclePlate: this.plate, sorterContact: contact });
+    if (res.status !== 200 || res.body.code !== code || res.body.vehiclePlate !== this.plate || res.body.sorterContact !== contact)
+      fail(`put area ${code}`, res);
+    const area = known ?? { index: this.index, code, versions: [], groupings: [] };
+    if (!known) m.areas.push(area);
+    area.versions.push({ plate: this.plate, contact, ...windowOf(res) });
+  }
+  toString() {
+    return `PutArea(${this.index}, ${this.plate})`;
+  }
+}
+
+/** POSTs a new parcel: 202, or 200 when a first attempt wrote it and the answer was lost. */
+async function intake(m: Model, r: Real, area: Area, trackingNo: string): Promise<void> {
+  const res = await r.world.http.send('POST', '/parcels', { trackingNo, area: area.code });
+  area.groupings.push(windowOf(res));
+  const fresh = res.status === 202;
+  if (!fresh && !(res.status === 200 && res.attempts > 1)) fail(`intake ${trackingNo}`, res);
+  const createdAt = Date.parse(String(res.body.createdAt));
+  if (!within(createdAt, { from: res.firstSentAt, to: res.receivedAt })) fail(`intake ${trackingNo}: arrival outside its request`, res);
+  const p: Parcel = { trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
+  m.parcels.push(p);
+  // The 202 of a parcel that completed a batch says BATCHED before its row is re-read (batchedAt not given).
+  observeParcel(m, p, res, 'intake', !fresh);
+  if (fresh && p.batchId) p.fullIn = windowOf(res);
+}
+
+abstract class OnArea extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.areas.length > 0;
+  }
+  area(m: Model): Area {
+    return m.areas[this.pick % m.areas.length] as Area;
+  }
+}
+
+export class Intake extends OnArea {
+  constructor(
+    pick: number,
+    readonly n: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const area = this.area(m);
+    for (let k = 0; k < this.n; k++) await intake(m, r, area, `${r.tag}-p${m.parcels.length}`);
+  }
+  toString() {
+    return `Intake(${this.pick}, ${this.n})`;
+  }
+}
+
+/** Intakes to one area sent together: the FULL path raced against itself. */
+export class Burst extends OnArea {
+  constructor(
+    pick: number,
+    readonly n: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const area = this.area(m);
+    const base = m.parcels.length;
+    await Promise.all(Array.from({ length: this.n }, (_, k) => intake(m, r, area, `${r.tag}-p${base + k}`)));
+  }
+  toString() {
+    return `Burst(${this.pick}, ${this.n})`;
+  }
+}
+
+/**
+ * POST /parcels/batch: `n` new parcels for the area, then (when the model has
+ * them) a repeat of a known parcel and a conflicting one, and one for an
+ * unknown area, each answered in its place. A request retried by the driver
+ * may find its new parcels written by the attempt given up on (created false).
+ */
+export class BatchIntake extends OnArea {
+  constructor(
+    pick: number,
+    readonly n: number,
+    readonly other: number,
+  ) {
+    super(pick);
+  }
+  async act(m: Model, r: Real) {
+    const area = this.area(m);
+    const fresh = Array.from({ length: this.n }, (_, k) => `${r.tag}-p${m.parcels.length + k}`);
+    const known = m.parcels.length > 0 ? (m.parcels[this.other % m.parcels.length] as Parcel) : null;
+    const elsewhere = known && m.areas.find((a) => a.code !== known.area);
+    const unknown = `${r.tag}-u${m.refused.length}`;
+    m.refused.push(unknown);
+    const asked = [
+      ...fresh.map((trackingNo) => ({ trackingNo, area: area.code })),
+      ...(known ? [{ trackingNo: known.trackingNo, area: known.area }] : []),
+      ...(known && elsewhere ? [{ trackingNo: known.trackingNo, area: elsewhere.code }] : []),
+      { trackingNo: unknown, area: `${r.tag}-none` },
+    ];
+    const res = await r.world.http.send('POST', '/parcels/batch', { parcels: asked });
+    area.groupings.push(windowOf(res));
+    if (known) m.areas.find((a) => a.code === known.area)?.groupings.push(windowOf(res));
+    const results = res.body.results as Record<string, unknown>[] | undefined;
+    if (res.status !== 200 || !Array.isArray(results) || results.length !== asked.length) fail('batch intake', res);
+    const at = (i: number): Reply => ({ ...res, body: results[i] as Record<string, unknown> });
+    fresh.forEach((trackingNo, i) => {
+      const one = at(i);
+      const created = one.body.created;
+      if (!(created === true || (created === false && res.attempts > 1))) fail(`batch intake ${trackingNo}: created`, one);
+      const createdAt = Date.parse(String(one.body.createdAt));
+      if (!within(createdAt, { from: res.firstSentAt, to: res.receivedAt })) fail(`batch intake ${trackingNo}: arrival outside its request`, one);
+      const p: Parcel = { trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
+      m.parcels.push(p);
+      observeParcel(m, p, one, 'batch intake', true);
+      if (created === true && p.batchId) p.fullIn = windowOf(res);
+    });
+    let i = fresh.length;
+    if (known) {
+      const one = at(i++);
+      if (one.body.created !== false) fail(`batch intake: repeat of ${known.trackingNo}`, one);
+      observeParcel(m, known, one, 'batch intake repeat', true);
+    }
+    if (known && elsewhere) {
+      const code = (at(i++).body.error as { code?: string } | undefined)?.code;
+      if (code !== 'TRACKING_NO_CONFLICT') fail(`batch intake of ${known.trackingNo} for ${elsewhere.code}`, at(i - 1));
+    }
+    if ((at(i).body.error as { code?: string } | undefined)?.code !== 'UNKNOWN_AREA') fail(`batch intake of ${unknown} for an unknown area`, at(i));
+  }
+  toString() {
+    return `BatchIntake(${this.pick}, ${this.n}, ${this.other})`;
+  }
+}
+
+export abstract class OnParcel extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.parcels.length > 0;
+  }
+  parcel(m: Model): Parcel {
+    return m.parcels[this.pick % m.parcels.length] as Parcel;
+  }
+}
+
+export class RepeatIntake extends OnParcel {
+  async act(m: Model, r: Real) {
+    const p = this.parcel(m);
+    const res = await r.world.http.send('POST', '/parcels', { trackingNo: p.trackingNo, area: p.area });
+    // A repeat of a parcel still waiting groups it again: it may complete a batch.
+    m.areas.find((a) => a.code === p.area)?.groupings.push(windowOf(res));
+    if (res.status !== 200) fail(`repeated intake of ${p.trackingNo}`, res);
+    observeParcel(m, p, res, 'repeated intake', true);
+  }
+  toString() {
+    return `RepeatIntake(${this.pick})`;
+  }
+}
+
+export class ConflictIntake extends OnParcel {
+  async act(m: Model, r: Real) {
+    const p = this.parcel(m);
+    const others = m.areas.filter((a) => a.code !== p.area).map((a) => a.code);
+    const other = others[this.pick % Math.max(1, others.length)] ?? `${r.tag}-none`;
+    const res = await r.world.http.send('POST', '/parcels', { trackingNo: p.trackingNo, area: other });
+    if (res.status !== 409 || res.body.code !== 'TRACKING_NO_CONFLICT') fail(`intake of ${p.trackingNo} for ${other}`, res);
+  }
+  toString() {
+    return `ConflictIntake(${this.pick})`;
+  }
+}
+
+export class IntakeUnknownArea extends Step<Model> {
+  async act(m: Model, r: Real) {
+    const trackingNo = `${r.tag}-u${m.refused.length}`;
+    m.refused.push(trackingNo);
+    const res = await r.world.http.send('POST', '/parcels', { trackingNo, area: `${r.tag}-none` });
+    if (res.status !== 422 || res.body.code !== 'UNKNOWN_AREA') fail(`intake of ${trackingNo} for an unknown area`, res);
+  }
+  toString() {
+    return 'IntakeUnknownArea';
+  }
+}

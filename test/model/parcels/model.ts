@@ -1,0 +1,80 @@
+// The parcels model suite's model: what the suite knows of its areas, parcels
+// and batches, the timing bounds its rules allow, and how an answer is checked
+// against it (observeParcel). The steps change it; the checks compare it.
+import type { Reply } from '../../chaos/drivers/http.js';
+import { MODEL_TIMINGS } from '../world.js';
+
+// Three clocks meet here (this process's, PostgreSQL's, Redis's, one host) and a
+// request's moment in the database lies between its send and its answer.
+export const EPS_MS = 100;
+export const SETTLE_MS = 60_000;
+export const SIZE = MODEL_TIMINGS.PARCEL_BATCH_SIZE;
+export const MAX_WAIT_MS = MODEL_TIMINGS.PARCEL_MAX_WAIT_MS;
+/** Without faults no parcel waits longer than the maximum wait plus this (reconciliation interval, grace and some). */
+export const WAIT_SLACK_MS = 3_000;
+/**
+ * ...and the flusher makes a TIMEOUT batch within this of its deadline (it
+ * takes some 10 ms): later, the batch was the reconciliation pass's work
+ * (grace 1 s), the flusher having missed it. Checked only when neither this run
+ * nor the one before had a fault (a connection silenced at the end of the last
+ * run can hold the flusher up for its take timeout).
+ */
+export const FLUSH_SLACK_MS = 1_000;
+/**
+ * How long after a fault the flusher may still be held up by it: a silenced
+ * connection is found dead by the next take's timeout (2 s, after an idle
+ * re-check of 0.5 s), a restarted Redis is reached again within the
+ * reconnect backoff (2 s at most), a killed worker starts again beside the
+ * other worker's flusher (some seconds of CPU).
+ */
+export const LINGER_MS = 4_000;
+export const PLATES = ['KA-101', 'KA-202', 'KB-303', 'KC-404', 'KD-505'] as const;
+/** Areas per run at most (PutArea's indices). */
+export const AREAS = 4;
+
+/** When a request's effect may happen: between its send and its answer; an attempt given up on may act later still. */
+type Window = { from: number; to: number };
+export type Version = Window & { plate: string; contact: string };
+export type Area = { index: number; code: string; versions: Version[]; groupings: Window[] };
+export type Parcel = { trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
+/** A stray entry of a parcel its area's wait counted from, planted into another area's group. */
+type Stray = { trackingNo: string; into: string };
+export type SeenBatch = { area: string; vehiclePlate: string; reason: string; parcels: string[]; createdAt: string };
+export type Model = {
+  areas: Area[];
+  parcels: Parcel[];
+  refused: string[];
+  batchIds: string[];
+  seen: Map<string, SeenBatch>;
+  versions: number;
+  /** Stray entries planted; the aimed ones (of the parcel its area's wait counted from) listed. */
+  strays: number;
+  aimed: Stray[];
+};
+
+export function fail(what: string, r: Reply): never {
+  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+export const windowOf = (res: Reply): Window => ({ from: res.firstSentAt, to: res.attempts > 1 ? Number.POSITIVE_INFINITY : res.receivedAt });
+export const within = (t: number, w: Window) => t >= w.from - EPS_MS && t <= w.to + EPS_MS;
+
+function noteBatch(m: Model, id: string): void {
+  if (!m.batchIds.includes(id)) m.batchIds.push(id);
+}
+
+/** Checks a parcel answer against the model and learns its batch. `batchedAt`: the answer carries the row's batchedAt. */
+export function observeParcel(m: Model, p: Parcel, res: Reply, what: string, batchedAt: boolean): void {
+  const b = res.body;
+  if (b.trackingNo !== p.trackingNo || b.area !== p.area) fail(`${what} ${p.trackingNo} of ${p.area}`, res);
+  if (Date.parse(String(b.createdAt)) !== p.createdAt) fail(`${what} ${p.trackingNo}: arrival was ${new Date(p.createdAt).toISOString()}`, res);
+  if (b.status === 'BATCHED') {
+    if (typeof b.batchId !== 'string' || (batchedAt && typeof b.batchedAt !== 'string')) fail(`${what} ${p.trackingNo}: BATCHED`, res);
+    if (p.batchId && p.batchId !== b.batchId) fail(`${what} ${p.trackingNo}: was seen in batch ${p.batchId}`, res);
+    p.batchId = b.batchId;
+    noteBatch(m, b.batchId);
+  } else if (b.status === 'WAITING') {
+    if (b.batchId !== null || (batchedAt && b.batchedAt !== null)) fail(`${what} ${p.trackingNo}: WAITING`, res);
+    if (p.batchId) fail(`${what} ${p.trackingNo}: WAITING again after it was seen in batch ${p.batchId}`, res);
+  } else fail(`${what} ${p.trackingNo}: status`, res);
+}

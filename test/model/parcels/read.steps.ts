@@ -1,0 +1,54 @@
+// The parcels model suite's reading steps: a parcel and a batch read back and
+// held to what the model saw of them.
+import { type Real, Step } from '../runner.js';
+import { OnParcel } from './intake.steps.js';
+import { type Model, SIZE, type SeenBatch, fail, observeParcel } from './model.js';
+
+export class ReadParcel extends OnParcel {
+  async act(m: Model, r: Real) {
+    const p = this.parcel(m);
+    const res = await r.world.http.send('GET', `/parcels/${p.trackingNo}`);
+    if (res.status !== 200) fail(`get ${p.trackingNo}`, res);
+    observeParcel(m, p, res, 'get', true);
+  }
+  toString() {
+    return `ReadParcel(${this.pick})`;
+  }
+}
+
+export class ReadBatch extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.batchIds.length > 0;
+  }
+  async act(m: Model, r: Real) {
+    const id = m.batchIds[this.pick % m.batchIds.length] as string;
+    const res = await r.world.http.send('GET', `/batches/${id}`);
+    const b = res.body;
+    const listed = Array.isArray(b.parcels) ? (b.parcels as string[]) : [];
+    if (res.status !== 200 || b.id !== id || listed.length < 1 || listed.length > SIZE) fail(`get batch ${id}`, res);
+    if (b.reason !== 'TIMEOUT' && !(b.reason === 'FULL' && listed.length === SIZE)) fail(`get batch ${id}: reason and size`, res);
+    for (const p of m.parcels) if (p.batchId === id && !listed.includes(p.trackingNo)) fail(`get batch ${id}: ${p.trackingNo} was seen in it`, res);
+    for (const t of listed) {
+      const p = m.parcels.find((x) => x.trackingNo === t);
+      if (!p || p.area !== b.area) fail(`get batch ${id}: ${t} is no parcel of area ${String(b.area)} of this run`, res);
+      if (p.batchId && p.batchId !== id) fail(`get batch ${id}: ${t} was seen in batch ${p.batchId}`, res);
+      p.batchId = id;
+    }
+    const seen: SeenBatch = {
+      area: String(b.area),
+      vehiclePlate: String(b.vehiclePlate),
+      reason: String(b.reason),
+      parcels: [...listed].sort(),
+      createdAt: String(b.createdAt),
+    };
+    const before = m.seen.get(id);
+    if (before && JSON.stringify(before) !== JSON.stringify(seen)) fail(`get batch ${id}: was ${JSON.stringify(before)}`, res);
+    m.seen.set(id, seen);
+  }
+  toString() {
+    return `ReadBatch(${this.pick})`;
+  }
+}
