@@ -1,0 +1,71 @@
+// The orders model suite's end of a run: waits for the run's orders and
+// notices to settle, reads them once and holds them to the rules.
+import { type Real, problems, repeatExplained, settled } from '../runner.js';
+import { type Model, SETTLE_MS, type Seen } from './model.js';
+
+export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
+  const ids = m.orders.map((o) => o.id);
+  const db = r.world.db;
+  const calm = await settled(async () => {
+    const open = await db.order.count({ where: { id: { in: ids }, status: 'UNPAID' } });
+    const unsent = await db.notification.count({ where: { orderId: { in: ids }, status: { not: 'SENT' } } });
+    return open + unsent === 0;
+  }, SETTLE_MS);
+  const rows = await db.order.findMany({ where: { id: { in: ids } } });
+  const notes = await db.notification.findMany({ where: { orderId: { in: ids } } });
+  const p = problems();
+  if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
+  const delivered = new Map<string, number>();
+  for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
+  const counts = { orders: ids.length, paid: 0, cancelledByTimeout: 0, cancelledByCustomer: 0, delivered: 0, deliveredTwice: 0, purged: 0 };
+  for (const o of m.orders) {
+    if (o.purged) {
+      counts.purged++;
+      // Whatever was seen of it: the receiver took its one notice, or none for a paid order.
+      const taken = r.world.webhook.delivered.filter((c) => (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
+      const notices = new Set(taken.map((c) => c.body.id));
+      if (o.paid ? notices.size !== 0 : notices.size !== 1) p.add(`order ${o.id}: deleted by retention, ${notices.size} notices taken by the receiver`);
+      if (o.purged === 'unknown') continue;
+    }
+    const seen = o.purged as Seen | undefined; // not 'unknown': that went on above
+    const row = seen ? seen.row : rows.find((x) => x.id === o.id);
+    const mine = seen ? seen.notes : notes.filter((n) => n.orderId === o.id);
+    if (!row) {
+      p.add(`order ${o.id} is gone`);
+      continue;
+    }
+    if (o.paid) {
+      counts.paid++;
+      if (row.status !== 'PAID') p.add(`order ${o.id}: pay answered 200, now ${row.status}`);
+      if (row.paidAt && row.paidAt.getTime() >= o.expiresAt) p.add(`order ${o.id}: paid ${row.paidAt.getTime() - o.expiresAt} ms after its deadline`);
+      if (mine.length) p.add(`order ${o.id}: paid, yet ${mine.length} cancellation notice(s)`);
+      continue;
+    }
+    if (row.status !== 'CANCELLED') {
+      p.add(`order ${o.id}: never paid, now ${row.status}`);
+      continue;
+    }
+    if (row.cancelReason === 'CUSTOMER') {
+      counts.cancelledByCustomer++;
+      if (!o.cancelled) p.add(`order ${o.id}: cancelled for the customer, but no cancel was answered 200`);
+    } else {
+      counts.cancelledByTimeout++;
+      const early = o.expiresAt - (row.cancelledAt?.getTime() ?? 0);
+      if (early > 0) p.add(`order ${o.id}: cancelled for timeout ${early} ms before its deadline`);
+    }
+    if (mine.length !== 1) {
+      p.add(`order ${o.id}: ${mine.length} cancellation notices`);
+      continue;
+    }
+    const n = mine[0]!;
+    const got = delivered.get(n.id) ?? 0;
+    if (n.status !== 'SENT' || got === 0) p.add(`order ${o.id}: notice ${n.id} is ${n.status}, the receiver took it ${got} times`);
+    if (got > 0) counts.delivered++;
+    if (got > 1) {
+      counts.deliveredTwice++;
+      if (!repeatExplained(r, n)) p.add(`order ${o.id}: notice ${n.id} taken ${got} times without a fault that could cut a send off`);
+    }
+  }
+  p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
+  return counts;
+}
