@@ -68,6 +68,21 @@ export abstract class Step<M extends object> implements fc.AsyncCommand<M, Real>
   }
 }
 
+/** A step on one element of a list of the model: drawn as a number, taken modulo the list's length; never drawn while the list is empty. */
+export abstract class OnPick<M extends object, T> extends Step<M> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  protected abstract list(m: Readonly<M>): readonly T[];
+  override check(m: Readonly<M>) {
+    return this.list(m).length > 0;
+  }
+  protected picked(m: M): T {
+    const list = this.list(m);
+    return list[this.pick % list.length] as T;
+  }
+}
+
 export class Wait<M extends object> extends Step<M> {
   constructor(readonly ms: number) {
     super();

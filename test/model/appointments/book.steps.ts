@@ -1,7 +1,7 @@
 // The appointments model suite's booking steps: bookings one at a time and
 // several at once, booked again under their Idempotency-Key; OnAppt, the base
 // of the steps that act on an appointment already booked.
-import { type Real, Step } from '../runner.js';
+import { OnPick, type Real, Step } from '../runner.js';
 import { type Appt, type Model, fail, open, startAt } from './model.js';
 
 /** Books one appointment whose remind time lies `offsetMs` from now, and opens its slot in the model. */
@@ -62,15 +62,12 @@ export class BookMany extends Step<Model> {
   }
 }
 
-export abstract class OnAppt extends Step<Model> {
-  constructor(readonly pick: number) {
-    super();
-  }
-  override check(m: Readonly<Model>) {
-    return m.appts.length > 0;
+export abstract class OnAppt extends OnPick<Model, Appt> {
+  protected list(m: Readonly<Model>) {
+    return m.appts;
   }
   appt(m: Model): Appt {
-    return m.appts[this.pick % m.appts.length] as Appt;
+    return this.picked(m);
   }
 }
 

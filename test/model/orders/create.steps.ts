@@ -1,7 +1,7 @@
 // The orders model suite's creating steps: orders created one by one, in
 // bursts sharing a window, and created again under their Idempotency-Key;
 // OnOrder, the base of the steps that act on an order already made.
-import { type Real, Step } from '../runner.js';
+import { OnPick, type Real, Step } from '../runner.js';
 import { type Model, type Order, fail } from './model.js';
 
 async function create(m: Model, r: Real, timeoutSeconds: 1 | 2, key: string): Promise<void> {
@@ -44,15 +44,12 @@ export class Create extends Step<Model> {
 }
 
 /** Acts on one of the run's orders, picked by index. */
-export abstract class OnOrder extends Step<Model> {
-  constructor(readonly pick: number) {
-    super();
-  }
-  override check(m: Readonly<Model>) {
-    return m.orders.length > 0;
+export abstract class OnOrder extends OnPick<Model, Order> {
+  protected list(m: Readonly<Model>) {
+    return m.orders;
   }
   order(m: Model): Order {
-    return m.orders[this.pick % m.orders.length] as Order;
+    return this.picked(m);
   }
 }
 

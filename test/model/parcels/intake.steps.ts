@@ -2,7 +2,7 @@
 // contact), parcels taken in one by one, in bursts and in batch requests,
 // repeated, conflicting and for an unknown area.
 import type { Reply } from '../../chaos/drivers/http.js';
-import { type Real, Step } from '../runner.js';
+import { OnPick, type Real, Step } from '../runner.js';
 import { type Area, type Model, type Parcel, fail, observeParcel, windowOf, within } from './model.js';
 
 export class PutArea extends Step<Model> {
@@ -43,15 +43,12 @@ async function intake(m: Model, r: Real, area: Area, trackingNo: string): Promis
   if (fresh && p.batchId) p.fullIn = windowOf(res);
 }
 
-abstract class OnArea extends Step<Model> {
-  constructor(readonly pick: number) {
-    super();
-  }
-  override check(m: Readonly<Model>) {
-    return m.areas.length > 0;
+abstract class OnArea extends OnPick<Model, Area> {
+  protected list(m: Readonly<Model>) {
+    return m.areas;
   }
   area(m: Model): Area {
-    return m.areas[this.pick % m.areas.length] as Area;
+    return this.picked(m);
   }
 }
 
@@ -150,15 +147,12 @@ export class BatchIntake extends OnArea {
   }
 }
 
-export abstract class OnParcel extends Step<Model> {
-  constructor(readonly pick: number) {
-    super();
-  }
-  override check(m: Readonly<Model>) {
-    return m.parcels.length > 0;
+export abstract class OnParcel extends OnPick<Model, Parcel> {
+  protected list(m: Readonly<Model>) {
+    return m.parcels;
   }
   parcel(m: Model): Parcel {
-    return m.parcels[this.pick % m.parcels.length] as Parcel;
+    return this.picked(m);
   }
 }
 
