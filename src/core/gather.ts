@@ -17,6 +17,7 @@ type Waiting<I, O> = { item: I; resolve: (v: O) => void; reject: (e: unknown) =>
  * `maxBatch` a call, keys in the order they were first asked.
  */
 function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Promise<void>, maxBatch: number) {
+  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`a gatherer's batch limit must be a whole number >= 1 (got ${maxBatch})`);
   let waiting = new Map<string, Waiting<I, O>[]>();
   let planned = false;
 
@@ -40,6 +41,19 @@ function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Pr
 }
 
 /**
+ * A batch call's answers, refused unless there is one for each item (a caller
+ * left without one would wait for ever); with `settled`, each an object (a
+ * Settled), none left out.
+ */
+function checked<A>(answers: readonly A[], items: number, settled = false): readonly A[] {
+  if (!Array.isArray(answers)) throw new Error('batch call answered no list');
+  if (answers.length !== items) throw new Error(`batch call answered ${answers.length} of ${items} items`);
+  for (let i = 0; settled && i < items; i++)
+    if (typeof answers[i] !== 'object' || answers[i] === null) throw new Error(`batch call left item ${i} without an answer`);
+  return answers;
+}
+
+/**
  * `run` gets up to `maxBatch` items and answers one Settled per item, in order;
  * if it throws, every item of its batch fails with that error.
  */
@@ -47,8 +61,7 @@ export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<reado
   const submit = gatherTurns<I, O>(async (_key, batch) => {
     let answers: readonly Settled<O>[];
     try {
-      answers = await run(batch.map((w) => w.item));
-      if (answers.length !== batch.length) throw new Error(`batch call answered ${answers.length} of ${batch.length} items`);
+      answers = checked(await run(batch.map((w) => w.item)), batch.length, true);
     } catch (err) {
       for (const w of batch) w.reject(err);
       return;
@@ -73,9 +86,12 @@ export function createKeyedGatherer<I, O>(run: (key: string, items: readonly I[]
   const submit = gatherTurns<I, O>(async (key, batch) => {
     let answers: readonly O[];
     try {
-      answers = await run(
-        key,
-        batch.map((w) => w.item),
+      answers = checked(
+        await run(
+          key,
+          batch.map((w) => w.item),
+        ),
+        batch.length,
       );
     } catch (err) {
       for (const w of batch) w.reject(err);

@@ -40,6 +40,9 @@ describe('gatherer', () => {
     const short = createGatherer<number, number>(async () => [{ ok: true, value: 1 }], 10);
     const s = await Promise.allSettled([1, 2].map((i) => short.submit(i)));
     expect(s.every((x) => x.status === 'rejected' && /answered 1 of 2/.test(x.reason.message))).toBe(true);
+    const holed = createGatherer<number, number>(async () => [{ ok: true, value: 1 }, , { ok: true, value: 3 }] as { ok: true; value: number }[], 10);
+    const h = await Promise.allSettled([1, 2, 3].map((i) => holed.submit(i)));
+    expect(h.every((x) => x.status === 'rejected' && /item 1 without an answer/.test(x.reason.message))).toBe(true);
   });
 
   it('settles each item on its own', async () => {
@@ -76,6 +79,10 @@ describe('gatherer', () => {
       if (key === 'boom') throw new Error('down');
       return [...items];
     }, 10);
+    const short = createKeyedGatherer<number, number>(async (_key, items) => items.slice(1), 10);
+    const s = await Promise.allSettled([1, 2].map((i) => short.submit('k', i)));
+    expect(s.every((x) => x.status === 'rejected' && /answered 1 of 2/.test(x.reason.message))).toBe(true);
+    expect(() => createKeyedGatherer(async () => [], 0)).toThrow(/batch limit/);
     const held = g.submit('slow', 1);
     const failed = g.submit('boom', 2);
     expect(await g.submit('fast', 3)).toBe(3);
