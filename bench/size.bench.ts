@@ -23,7 +23,8 @@
 // pending job of each.
 //
 // Run: `npm run bench:size` (Redis at REDIS_URL; about 2 GiB of it at the
-// default size; only its own keys, deleted afterwards). Knobs:
+// default size; only its own keys, in the database of REDIS_URL and in
+// BENCH_SIZE_SMALL_DB, deleted afterwards). Knobs:
 // BENCH_SIZE_PENDING, BENCH_SIZE_BASE, BENCH_SIZE_OVERDUE, BENCH_SIZE_CLAIM=50000, BENCH_SIZE_ROUNDS=5, BENCH_SIZE_SMALL_DB=1,
 // BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_RECORD_GROUPS=0 (job
 // records in one HASH per shard, the service's default in this release), BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
@@ -55,6 +56,16 @@ const CHUNK = 1_000;
 const WARM_UP = 20_000;
 const HOUR = 3_600_000;
 const log = makeLog('bench:size');
+
+/**
+ * used_memory once nothing UNLINKed is still being freed in the background
+ * (an earlier run's queue, the kind before): counted in `before`, it made a
+ * load of 10 000 000 look like 45 B a job where its keys hold 121.
+ */
+async function usedMemoryAtRest(admin: Redis): Promise<number> {
+  while (Number(await infoField(admin, 'memory', 'lazyfree_pending_objects')) > 0) await sleep(50);
+  return usedMemory(admin);
+}
 
 // Due one to two hours ahead: never due while the benchmark runs.
 const ahead = (i: number) => Date.now() + HOUR + (i % HOUR);
@@ -170,7 +181,7 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
   const stats = () => timed(20, () => q.counts());
   try {
     await large.warmUp();
-    const before = await usedMemory(admin);
+    const before = await usedMemoryAtRest(admin);
     const keysBefore = await q.storage();
     const t0 = performance.now();
     const load = cfg.pending - WARM_UP;
@@ -256,9 +267,7 @@ async function serviceJobs(admin: Redis): Promise<{ figures: object; rows: strin
     const queue = createQueue(redis, { name: 'service', prefix, types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} }, recordGroups: cfg.recordGroups });
     const match = `${prefix}:*`;
     try {
-      // The kind before was UNLINKed: its memory is freed in the background, which used_memory would count here.
-      while (Number(await infoField(admin, 'memory', 'lazyfree_pending_objects')) > 0) await sleep(50);
-      const before = await usedMemory(admin);
+      const before = await usedMemoryAtRest(admin);
       const keysBefore = await keysStorage(cfg.redisUrl, match);
       for (let from = 0; from < cfg.service; from += CHUNK) {
         const jobs = [];
