@@ -14,11 +14,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
-import type { Reply } from '../chaos/drivers/http.js';
-import { type Real, Step, keptOutcomeLost, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
+import { type Real, SETTLE_MS, Step, fail, keptOutcomeLost, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
 import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, startWorld } from './world.js';
-
-const SETTLE_MS = 60_000;
 
 type Event = { kind: 'order' | 'reminder'; subject: string };
 type Model = { events: Event[]; redrives: { id: string; at: number }[] };
@@ -30,10 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await world?.close();
 });
-
-function fail(what: string, r: Reply): never {
-  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
-}
 
 /** An order cancelled by its customer: one ORDER_CANCELLED notification. */
 class CancelOrder extends Step<Model> {

@@ -13,6 +13,19 @@
 // The summary line of each suite says how many runs and operations it covered.
 import fc from 'fast-check';
 import { FAULT_KINDS, type FaultKind, RECEIVER_KINDS, type ReceiverKind, type RunLog, type World, mayHaveTimedOut } from './world.js';
+import type { Reply } from '../chaos/drivers/http.js';
+
+// Clocks meet in every suite's rules (this process's, PostgreSQL's, Redis's,
+// one host) and a request's moment in the database lies between its send and
+// its answer: the tolerance the rules allow.
+export const EPS_MS = 100;
+/** How long a suite waits at the end of a run for what it owes to settle. */
+export const SETTLE_MS = 60_000;
+
+/** A step's request answered otherwise than it must: the run fails with the answer. */
+export function fail(what: string, r: Reply): never {
+  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
+}
 
 export type Real = { world: World; run: RunLog; tag: string };
 

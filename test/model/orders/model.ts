@@ -2,11 +2,10 @@
 // clock tolerance its rules allow, and the answers every step reads the same
 // way (fail, gone).
 import type { Reply } from '../../chaos/drivers/http.js';
+import { EPS_MS, SETTLE_MS, fail } from '../runner.js';
 
-// Two clocks meet here (this process's and PostgreSQL's, one host) and a
-// request's moment in the database lies between its send and its answer.
-export const EPS_MS = 100;
-export const SETTLE_MS = 60_000;
+// Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
+export { EPS_MS, SETTLE_MS, fail };
 
 /** An order's row and notices as read just before a retention pass deleted it. */
 export type Seen = {
@@ -24,10 +23,6 @@ export type Order = {
   purged?: Seen | 'unknown';
 };
 export type Model = { orders: Order[] };
-
-export function fail(what: string, r: Reply): never {
-  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
-}
 
 /** An order retention deleted is answered 404 from then on. */
 export function gone(o: Order, what: string, res: Reply): boolean {

@@ -3,11 +3,10 @@
 // against it (observeParcel). The steps change it; the checks compare it.
 import type { Reply } from '../../chaos/drivers/http.js';
 import { MODEL_TIMINGS } from '../world.js';
+import { EPS_MS, SETTLE_MS, fail } from '../runner.js';
 
-// Three clocks meet here (this process's, PostgreSQL's, Redis's, one host) and a
-// request's moment in the database lies between its send and its answer.
-export const EPS_MS = 100;
-export const SETTLE_MS = 60_000;
+// Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
+export { EPS_MS, SETTLE_MS, fail };
 export const SIZE = MODEL_TIMINGS.PARCEL_BATCH_SIZE;
 export const MAX_WAIT_MS = MODEL_TIMINGS.PARCEL_MAX_WAIT_MS;
 /** Without faults no parcel waits longer than the maximum wait plus this (reconciliation interval, grace and some). */
@@ -51,10 +50,6 @@ export type Model = {
   strays: number;
   aimed: Stray[];
 };
-
-export function fail(what: string, r: Reply): never {
-  throw new Error(`${what}: answered ${r.status} ${JSON.stringify(r.body)}`);
-}
 
 export const windowOf = (res: Reply): Window => ({ from: res.firstSentAt, to: res.attempts > 1 ? Number.POSITIVE_INFINITY : res.receivedAt });
 export const within = (t: number, w: Window) => t >= w.from - EPS_MS && t <= w.to + EPS_MS;
