@@ -13,10 +13,17 @@ type Waiting<I, O> = { item: I; resolve: (v: O) => void; reject: (e: unknown) =>
 
 /**
  * The turn planning both gatherers share: the items submitted in one turn,
- * by key, go to `runBatch` at the end of the turn (setImmediate), up to
- * `maxBatch` a call, keys in the order they were first asked.
+ * by key, go to `run` at the end of the turn (setImmediate), up to
+ * `maxBatch` a call, keys in the order they were first asked. Each caller
+ * gets its answer through `answer`; if the call throws, or its answers do
+ * not pass `checked`, every caller of that batch fails with the error.
  */
-function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Promise<void>, maxBatch: number) {
+function gatherTurns<I, O, A>(
+  run: (key: string, items: readonly I[]) => Promise<readonly A[]>,
+  answer: (w: Waiting<I, O>, a: A) => void,
+  o: { maxBatch: number; settled: boolean },
+) {
+  const { maxBatch } = o;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`a gatherer's batch limit must be a whole number >= 1 (got ${maxBatch})`);
   let waiting = new Map<string, Waiting<I, O>[]>();
   let planned = false;
@@ -26,6 +33,24 @@ function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Pr
     const all = waiting;
     waiting = new Map();
     for (const [key, ws] of all) for (let i = 0; i < ws.length; i += maxBatch) void runBatch(key, ws.slice(i, i + maxBatch));
+  }
+
+  async function runBatch(key: string, batch: Waiting<I, O>[]): Promise<void> {
+    let answers: readonly A[];
+    try {
+      answers = checked(
+        await run(
+          key,
+          batch.map((w) => w.item),
+        ),
+        batch.length,
+        o.settled,
+      );
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+      return;
+    }
+    batch.forEach((w, i) => answer(w, answers[i] as A));
   }
 
   return (key: string, item: I): Promise<O> =>
@@ -45,7 +70,7 @@ function gatherTurns<I, O>(runBatch: (key: string, batch: Waiting<I, O>[]) => Pr
  * left without one would wait for ever); with `settled`, each an object (a
  * Settled), none left out.
  */
-function checked<A>(answers: readonly A[], items: number, settled = false): readonly A[] {
+function checked<A>(answers: readonly A[], items: number, settled: boolean): readonly A[] {
   if (!Array.isArray(answers)) throw new Error('batch call answered no list');
   if (answers.length !== items) throw new Error(`batch call answered ${answers.length} of ${items} items`);
   for (let i = 0; settled && i < items; i++)
@@ -58,20 +83,11 @@ function checked<A>(answers: readonly A[], items: number, settled = false): read
  * if it throws, every item of its batch fails with that error.
  */
 export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<readonly Settled<O>[]>, maxBatch: number): Gatherer<I, O> {
-  const submit = gatherTurns<I, O>(async (_key, batch) => {
-    let answers: readonly Settled<O>[];
-    try {
-      answers = checked(await run(batch.map((w) => w.item)), batch.length, true);
-    } catch (err) {
-      for (const w of batch) w.reject(err);
-      return;
-    }
-    batch.forEach((w, i) => {
-      const a = answers[i] as Settled<O>;
-      if (a.ok) w.resolve(a.value);
-      else w.reject(a.error);
-    });
-  }, maxBatch);
+  const submit = gatherTurns<I, O, Settled<O>>(
+    (_key, items) => run(items),
+    (w, a) => (a.ok ? w.resolve(a.value) : w.reject(a.error)),
+    { maxBatch, settled: true },
+  );
   return { submit: (item) => submit('', item) };
 }
 
@@ -83,22 +99,7 @@ export function createGatherer<I, O>(run: (items: readonly I[]) => Promise<reado
  * answered when its own call is, not held for another key's.
  */
 export function createKeyedGatherer<I, O>(run: (key: string, items: readonly I[]) => Promise<readonly O[]>, maxBatch: number) {
-  const submit = gatherTurns<I, O>(async (key, batch) => {
-    let answers: readonly O[];
-    try {
-      answers = checked(
-        await run(
-          key,
-          batch.map((w) => w.item),
-        ),
-        batch.length,
-      );
-    } catch (err) {
-      for (const w of batch) w.reject(err);
-      return;
-    }
-    batch.forEach((w, i) => w.resolve(answers[i] as O));
-  }, maxBatch);
+  const submit = gatherTurns<I, O, O>(run, (w, a) => w.resolve(a), { maxBatch, settled: false });
   return { submit };
 }
 
