@@ -14,12 +14,12 @@
 // Run: `npm run bench:floor`. Knobs: BENCH_FLOOR_STACKS (comma-separated, in
 // order; default every stack, twice, alternating), BENCH_DURATION_S=10.
 import { type ChildProcess, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import helmet from 'helmet';
+import { processCpuSeconds } from './bench-util.js';
 import { autocannon, machineInfo, makeLog, num } from './http-harness.js';
 
 const STACKS = ['bare', 'express', 'nojson', 'helmet', 'routers'] as const;
@@ -63,12 +63,6 @@ function serve(stack: Stack): http.Server {
   return http.createServer(app);
 }
 
-/** The process's CPU time so far (user + system), seconds, from /proc (clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const f = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 async function measure(stack: Stack, durationS: number) {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['serve', stack], { execArgv: ['--import', 'tsx'] });
   try {
@@ -88,13 +82,14 @@ async function measure(stack: Stack, durationS: number) {
     };
     await autocannon({ ...opts, duration: 2 }); // warm-up: JIT, connections
     const pid = child.pid as number;
-    const c0 = cpuSeconds(pid);
+    const cpu = () => processCpuSeconds(pid) ?? Number.NaN;
+    const c0 = cpu();
     const r = await autocannon({ ...opts, duration: durationS });
     const n = r.requests.total;
     const figures = {
       stack,
       requestsPerSec: Math.round(n / durationS),
-      serverCpuUsPerRequest: Math.round(((cpuSeconds(pid) - c0) * 1e6) / n),
+      serverCpuUsPerRequest: Math.round(((cpu() - c0) * 1e6) / n),
       p99Ms: r.latency.p99,
       non2xx: r.non2xx,
     };
