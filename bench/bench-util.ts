@@ -56,6 +56,13 @@ export async function usedMemory(redis: Redis): Promise<number> {
   return Number(await infoField(redis, 'memory', 'used_memory'));
 }
 
+/** The Redis server's CPU time so far (user + system), seconds, from INFO cpu: what its work cost, whatever the clients' pace. */
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
 async function scanKeys(redis: Redis, match: string, each: (keys: string[]) => Promise<void>): Promise<void> {
   const stream = redis.scanStream({ match, count: 1000 });
   for await (const keys of stream as AsyncIterable<string[]>) {

@@ -14,7 +14,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort } from '../src/core/free-port.js';
-import { processCpuSeconds } from './bench-util.js';
+import { processCpuSeconds, redisCpuSeconds } from './bench-util.js';
 import { pgQuery, postgresCpuSeconds, postgresVersion } from './pg-util.js';
 
 // ---------------------------------------------------------------- autocannon
@@ -252,13 +252,12 @@ export type CpuMark = { postgres: number | null; service: number | null; redis: 
 export type CpuPerItem = CpuMark;
 
 export async function cpuMark(service: Service, dbUrl: string, redis?: Redis): Promise<CpuMark> {
-  const info = redis ? await redis.info('cpu') : null;
-  const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(info ?? '')?.[1] ?? 0);
+  const redisCpu = redis ? await redisCpuSeconds(redis) : null;
   const own = process.cpuUsage();
   return {
     postgres: await postgresCpuSeconds(dbUrl),
     service: service.child.pid ? processCpuSeconds(service.child.pid) : null,
-    redis: info === null ? null : field('used_cpu_user') + field('used_cpu_sys'),
+    redis: redisCpu,
     bench: (own.user + own.system) / 1e6,
   };
 }

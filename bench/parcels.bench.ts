@@ -38,6 +38,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { createBatcher } from '../src/queue/batcher/batcher.js';
+import { redisCpuSeconds } from './bench-util.js';
 import {
   type AcResult,
   autocannon,
@@ -108,14 +109,12 @@ type ScriptStats = { calls: number; usec: number; failed: number };
 
 async function scriptStats(redis: Redis): Promise<{ evalsha: ScriptStats; eval: ScriptStats; cpuSec: number }> {
   const stats = await redis.info('commandstats');
-  const cpu = await redis.info('cpu');
   const pick = (cmd: string): ScriptStats => {
     const line = new RegExp(`^cmdstat_${cmd}:(.*)$`, 'm').exec(stats)?.[1] ?? '';
     const field = (f: string) => Number(new RegExp(`(?:^|,)${f}=([0-9.]+)`).exec(line)?.[1] ?? 0);
     return { calls: field('calls'), usec: field('usec'), failed: field('failed_calls') };
   };
-  const cpuField = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(cpu)?.[1] ?? 0);
-  return { evalsha: pick('evalsha'), eval: pick('eval'), cpuSec: cpuField('used_cpu_user') + cpuField('used_cpu_sys') };
+  return { evalsha: pick('evalsha'), eval: pick('eval'), cpuSec: await redisCpuSeconds(redis) };
 }
 
 function percentile(sorted: Float64Array, q: number): number {

@@ -35,7 +35,7 @@ import { EXPIRE_JOB, expireJobId, expirePayload } from '../src/modules/orders/or
 import { createQueue } from '../src/queue/producer/queue.js';
 import type { ScheduleInput } from '../src/queue/index.js';
 import { openOurs } from './ours-engine.js';
-import { dropKeys, infoField, keysStorage, round, timed, usedMemory } from './bench-util.js';
+import { dropKeys, infoField, keysStorage, redisCpuSeconds, round, timed, usedMemory } from './bench-util.js';
 import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, makeLog, num, redisVersion, sleep, writeMarkedSection } from './http-harness.js';
 
 const cfg = {
@@ -93,11 +93,7 @@ function sizeQueue(url: string, admin: Redis) {
     await Promise.all(Array.from({ length: lanes }, lane));
     return Math.round(n / ((performance.now() - t0) / 1_000));
   };
-  const redisCpu = async () => {
-    const info = await admin.info('cpu');
-    const field = (f: string) => Number(new RegExp(`^${f}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
-    return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
-  };
+  const redisCpu = async () => (await redisCpuSeconds(admin)) * 1e6;
   const enqueue = async (): Promise<Rate> => {
     const c0 = await redisCpu();
     const perSec = await add(cfg.base, 1, ahead);
