@@ -21,7 +21,7 @@ export {
 } from './producer/queue.js';
 // Consumer side: workers, the handler contract, errors a handler may throw.
 export { type Worker, type WorkerOptions, createWorker } from './consumer/worker.js';
-export type { BackoffPolicy } from './consumer/backoff.js';
+export type { BackoffPolicy } from './backoff.js';
 export {
   type AnyJobHandler,
   type BatchContext,

@@ -1,7 +1,7 @@
 // Shapes shared across the engine's parts: a claimed job and the handler
 // contract, a job type's options, what a lookup or a count of the queue
 // answers, the logger the engine writes to and the events it reports.
-import type { BackoffPolicy } from './consumer/backoff.js';
+import type { BackoffPolicy } from './backoff.js';
 
 export type Job<P = unknown> = {
   readonly queue: string;

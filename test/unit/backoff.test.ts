@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../../src/queue/consumer/backoff.js';
+import { retryDelayMs } from '../../src/queue/backoff.js';
 
 describe('retryDelayMs', () => {
   const exp = { kind: 'exponential', baseMs: 100, maxMs: 1_000, jitter: 0 } as const;

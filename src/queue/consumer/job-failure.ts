@@ -2,7 +2,7 @@
 // shutdown cut it short, retried after its type's backoff, or dead-lettered
 // with its last error once it is out of attempts or not retryable. Always
 // fenced by the delivery's token: a worker that lost the lease changes nothing.
-import { retryDelayMs } from './backoff.js';
+import { retryDelayMs } from '../backoff.js';
 import { NonRetryableError } from '../errors.js';
 import type { ShardKeys } from '../keys.js';
 import type { Queue } from '../producer/queue.js';

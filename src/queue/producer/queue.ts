@@ -1,7 +1,7 @@
 // The producer and operator side of one delay queue: schedule, reschedule and
 // cancel by id, look jobs up, count them, and redrive or delete dead jobs.
 // Input is validated (schedule-input.ts) before anything is written.
-import { type BackoffPolicy, DEFAULT_BACKOFF } from '../consumer/backoff.js';
+import { type BackoffPolicy, DEFAULT_BACKOFF } from '../backoff.js';
 import type { JobInfo, JobState, JobTypeOptions, QueueStats } from '../types.js';
 import { listDeadPage } from './dead-letters.js';
 import { invalidOptions } from '../errors.js';
