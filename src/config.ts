@@ -2,7 +2,7 @@
 // once at start. The only reader of process.env. A wrong value stops the
 // service with a message naming the variable.
 import { z } from 'zod';
-import { parseWebhookSecrets } from './modules/notifications/webhook-signature.js';
+import { parseWebhookSecrets } from './core/webhook-secrets.js';
 import { checkSchedule } from './queue/index.js';
 
 const SECOND = 1_000;
@@ -51,7 +51,7 @@ const schema = z.object({
   // a silently dead network path); what waited on it fails and a new
   // connection is opened. Lua scripts here run in milliseconds.
   REDIS_SOCKET_TIMEOUT_MS: int(500, 60 * SECOND).default(3 * SECOND),
-  // PostgreSQL, the source of truth. Unset: an embedded database under DATA_DIR (orders issue).
+  // PostgreSQL, the source of truth. Unset: an embedded database under DATA_DIR.
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
   // Where the embedded database keeps its files.
   DATA_DIR: z.string().min(1).default('.data'),
