@@ -18,6 +18,8 @@ module.exports = {
       from: { path: '^src/(core/|config\\.ts$)' },
       to: { path: '^src/(modules|composition)/' },
     },
+    // A command-line tool shares through core/ or the composition, never through another tool.
+    { name: 'cli-never-imports-cli', severity: 'error', from: { path: '^src/cli/' }, to: { path: '^src/cli/' } },
     {
       name: 'engine-is-a-leaf',
       severity: 'error',
@@ -27,7 +29,7 @@ module.exports = {
     {
       name: 'engine-only-through-its-index',
       severity: 'error',
-      from: { path: '^src/(modules|core|composition)/|^src/[^/]+\\.ts$' },
+      from: { path: '^src/(modules|core|composition|cli)/|^src/[^/]+\\.ts$' },
       to: { path: '^src/queue/', pathNot: '^src/queue/index\\.ts$' },
     },
   ],

@@ -3,14 +3,14 @@
 //   all (default): API + workers   api: API only   worker: workers only
 //   migrate: apply database migrations and exit
 //   stats [--watch]: print the queue table (no database needed)
-//   keys create|list|revoke: the clients' API keys (src/keys.ts)
-//   ungroup: move job records out of the record groups (src/ungroup.ts)
+//   keys create|list|revoke: the clients' API keys (src/cli/keys.ts)
+//   ungroup: move job records out of the record groups (src/cli/ungroup.ts)
+import { keysCommand } from './cli/keys.js';
+import { statsCommand } from './cli/stats.js';
+import { ungroupCommand } from './cli/ungroup.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { ROLES, type Role, redactUrl, startService } from './service.js';
-import { runKeys } from './keys.js';
-import { runStats } from './stats.js';
-import { runUngroup } from './ungroup.js';
 
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? 'all';
@@ -29,10 +29,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (arg === 'stats') return runStats(config, process.argv.includes('--watch'));
-  if (arg === 'ungroup') process.exit(await runUngroup(config, (line) => process.stdout.write(`${line}\n`)));
+  if (arg === 'stats') return statsCommand(config, process.argv.includes('--watch'));
+  if (arg === 'ungroup') process.exit(await ungroupCommand(config, (line) => process.stdout.write(`${line}\n`)));
   if (arg === 'keys') {
-    const code = await runKeys(config, process.argv.slice(3), createLogger('warn'), (line) => process.stdout.write(`${line}\n`));
+    const code = await keysCommand(config, process.argv.slice(3), createLogger('warn'), (line) => process.stdout.write(`${line}\n`));
     process.exit(code);
   }
   const log = createLogger(config.LOG_LEVEL).child({ role });

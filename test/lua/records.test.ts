@@ -16,7 +16,7 @@ import { getRecord, recordGroupKeys, recordGroupsState, setRecord } from '../hel
 import { REDIS_ENV, dropPrefix, dropQueue, redisClient } from '../helpers/redis.js';
 import { loadConfig } from '../../src/config.js';
 import { ORDERS_QUEUE } from '../../src/modules/orders/orders.module.js';
-import { runUngroup as runUngroupCommand } from '../../src/ungroup.js';
+import { ungroupCommand } from '../../src/cli/ungroup.js';
 
 let redis: RedisClient;
 const names: string[] = [];
@@ -287,9 +287,9 @@ describe('record groups', () => {
     const k = orders.keys[0]!;
     const lines: string[] = [];
     try {
-      expect(await runUngroupCommand(config('1'), (l) => lines.push(l))).toBe(2);
+      expect(await ungroupCommand(config('1'), (l) => lines.push(l))).toBe(2);
       expect(await recordGroupsState(redis, k)).toMatchObject({ count: 500 });
-      expect(await runUngroupCommand(config('0'), (l) => lines.push(l))).toBe(0);
+      expect(await ungroupCommand(config('0'), (l) => lines.push(l))).toBe(0);
       expect(lines).toContain(`${ORDERS_QUEUE}: 500 records moved to the one records HASH of each shard`);
       expect(await redis.exists(k.records)).toBe(0);
       expect(await redis.hlen(k.jobs)).toBe(500);

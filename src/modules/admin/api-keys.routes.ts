@@ -3,23 +3,10 @@
 // A revocation holds on every instance within the guard's cache time (500 ms).
 import { z } from 'zod';
 import type { ApiKeyInfo, ApiKeyStore } from '../../core/auth/api-keys.js';
-import { SCOPES, scopeSchema } from '../../core/auth/scopes.js';
+import { createApiKeySchema } from '../../core/auth/api-key-input.js';
+import { scopeSchema } from '../../core/auth/scopes.js';
 import { AppError } from '../../core/errors.js';
 import { type PathParam, type Route, route } from '../../core/http/route.js';
-
-export const createApiKeySchema = z.strictObject({
-  name: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[\x20-\x7e]+$/, 'printable ASCII')
-    .meta({ description: 'who holds the key, e.g. checkout' }),
-  scopes: z
-    .array(scopeSchema)
-    .min(1)
-    .max(SCOPES.length * 2)
-    .meta({ description: `what it may do: ${SCOPES.join(', ')}` }),
-});
 
 const apiKeyJsonSchema = z.object({
   id: z.uuid(),

@@ -3,11 +3,11 @@
 // that reads only that HASH (README, Upgrading). Refuses to run with
 // QUEUE_RECORD_GROUPS=1: every process must write without groups meanwhile,
 // this one included.
-import type { Config } from './config.js';
-import { createRedis, redisTargetOf } from './core/redis.js';
-import { serviceQueues } from './stats.js';
+import { serviceQueues } from '../composition/service-queues.js';
+import type { Config } from '../config.js';
+import { createRedis, redisTargetOf } from '../core/redis.js';
 
-export async function runUngroup(config: Config, out: (line: string) => void): Promise<number> {
+export async function ungroupCommand(config: Config, out: (line: string) => void): Promise<number> {
   if (config.QUEUE_RECORD_GROUPS === '1') {
     out(
       'refusing: QUEUE_RECORD_GROUPS=1 here. Set QUEUE_RECORD_GROUPS=0 for every process (this one too) first, or records go back into groups as they are written.',

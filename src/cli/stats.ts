@@ -1,20 +1,10 @@
 // The `stats` subcommand: the queue table in the terminal, for operators on a
 // box without a browser. `--watch` redraws it every 2 s until Ctrl-C.
-import type { Config } from './config.js';
-import { createRedis, type RedisClient, redisTargetOf } from './core/redis.js';
-import { APPOINTMENTS_QUEUE } from './modules/appointments/appointments.module.js';
-import { NOTIFICATIONS_QUEUE } from './modules/notifications/notifications.module.js';
-import { ORDERS_QUEUE } from './modules/orders/orders.module.js';
-import { PARCELS_QUEUE } from './modules/parcels/parcels.module.js';
-import { REPORTS_QUEUE } from './modules/reports/reports.module.js';
-import { createQueue, type Queue, type QueueStats } from './queue/index.js';
+import { serviceQueues } from '../composition/service-queues.js';
+import type { Config } from '../config.js';
+import { createRedis, redisTargetOf } from '../core/redis.js';
+import type { QueueStats } from '../queue/index.js';
 
-const QUEUES = [ORDERS_QUEUE, APPOINTMENTS_QUEUE, NOTIFICATIONS_QUEUE, PARCELS_QUEUE, REPORTS_QUEUE];
-
-/** Every queue of the service, opened for an operator's command (no job types: nothing is handled). */
-export function serviceQueues(redis: RedisClient, config: Config): Queue[] {
-  return QUEUES.map((name) => createQueue(redis, { name, types: {}, prefix: config.QUEUE_PREFIX, shards: config.QUEUE_SHARDS }));
-}
 const WATCH_EVERY_MS = 2_000;
 
 export function formatStats(rows: readonly QueueStats[], now = Date.now()): string {
@@ -42,7 +32,7 @@ function duration(ms: number): string {
   return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
-export async function runStats(config: Config, watch: boolean, out: NodeJS.WritableStream = process.stdout): Promise<void> {
+export async function statsCommand(config: Config, watch: boolean, out: NodeJS.WritableStream = process.stdout): Promise<void> {
   const redis = createRedis(redisTargetOf(config), 'ots-stats');
   const queues = serviceQueues(redis, config);
   const draw = async () => {

@@ -5,18 +5,18 @@
 //   keys list
 //   keys revoke <id>
 import { z } from 'zod';
-import type { Config } from './config.js';
-import { type ApiKeyInfo, apiKeyStore } from './core/auth/api-keys.js';
-import { createDb } from './core/db.js';
-import { startEmbeddedDb } from './core/embedded-db.js';
-import type { Logger } from './core/logger.js';
-import { migrate } from './core/migrate.js';
-import { createApiKeySchema } from './modules/admin/api-keys.routes.js';
+import type { Config } from '../config.js';
+import { createApiKeySchema } from '../core/auth/api-key-input.js';
+import { type ApiKeyInfo, apiKeyStore } from '../core/auth/api-keys.js';
+import { createDb } from '../core/db.js';
+import { startEmbeddedDb } from '../core/embedded-db.js';
+import type { Logger } from '../core/logger.js';
+import { migrate } from '../core/migrate.js';
 
 export const KEYS_USAGE = 'usage: keys create --name <name> --scopes <scope,scope,...> | keys list | keys revoke <id>';
 
 /** Runs one keys command; what it prints goes to `out`. Returns the exit code. */
-export async function runKeys(config: Config, args: readonly string[], log: Logger, out: (line: string) => void): Promise<number> {
+export async function keysCommand(config: Config, args: readonly string[], log: Logger, out: (line: string) => void): Promise<number> {
   const [command, ...rest] = args;
   const usage = (why: string) => {
     out(`${why}\n${KEYS_USAGE}`);
