@@ -17,7 +17,11 @@ function schemaVariables(source: string): string[] {
   const file = ts.createSourceFile('config.ts', source, ts.ScriptTarget.Latest, true);
   const names: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && ['object', 'strictObject', 'extend'].includes(node.expression.name.text)) {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      ['object', 'strictObject', 'extend'].includes(node.expression.name.text)
+    ) {
       const arg = node.arguments[0];
       if (arg && ts.isObjectLiteralExpression(arg)) {
         for (const p of arg.properties) {
@@ -36,7 +40,13 @@ function schemaVariables(source: string): string[] {
 function documentedVariables(markdown: string): Map<string, string> {
   const rows = new Map<string, string>();
   for (const line of markdown.split('\n')) {
-    const cells = line.trim().startsWith('|') ? line.trim().slice(1, -1).split('|').map((c) => c.trim()) : [];
+    const cells = line.trim().startsWith('|')
+      ? line
+          .trim()
+          .slice(1, -1)
+          .split('|')
+          .map((c) => c.trim())
+      : [];
     const name = /^`([A-Z][A-Z0-9_]*)`$/.exec(cells[0] ?? '')?.[1];
     if (!name) continue;
     if (rows.has(name)) throw new Error(`docs/configuration.md: ${name} has two rows`);
