@@ -43,6 +43,8 @@ export { type Batcher, type BatcherOptions, createBatcher } from './batcher/batc
 export { type BatchHandler, createBatchFlusher } from './batcher/batch-flusher.js';
 export type { DueBatch, TakenItem } from './scripts/batch-scripts.js';
 export { BATCH_GROUP_PATTERN, batcherKeys, batcherPrefix } from './keys.js';
+// Rate limits on the engine's connection (core/rate-limit.ts): one script call judges a run of decisions.
+export { type RateDecision, runGcra } from './scripts/limit-scripts.js';
 // Telemetry and start-up checks.
 export { LATENESS_BUCKETS_MS, createLatenessRecorder } from './telemetry/lateness-recorder.js';
 export { type LatenessReader, createLatenessReader } from './telemetry/lateness-reader.js';

@@ -1,4 +1,5 @@
-// Every Redis key and channel name of the delay queue is built here, and only here.
+// Every Redis key and channel name of the delay queue (and of the rate limiter's
+// buckets, which run on its scripts) is built here, and only here.
 // One hash tag per queue shard ({queue:shard}) keeps each script inside one
 // Redis Cluster slot.
 import { createHash } from 'node:crypto';
@@ -123,3 +124,10 @@ export function latenessKeys(prefix: string, queue: string, minuteMs: number): L
   const base = `${prefix}:{${queue}:lateness}:${minuteMs}:`;
   return { summary: `${base}sum`, max: `${base}max` };
 }
+
+/**
+ * The bucket of one rate limit (`limit`: key, authfail, contact...) for one
+ * `key`, which the caller validated (an id, an address or a hash). "rl2": the
+ * bucket is kept in µs; one in ms read as µs would refuse everything.
+ */
+export const rateBucketKey = (prefix: string, limit: string, key: string) => `${prefix}:rl2:${limit}:${key}`;

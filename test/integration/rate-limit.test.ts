@@ -20,19 +20,21 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-/** The same client, counting the script calls by digest made through it (each still goes to Redis). */
+/** The same client, counting the script calls made through it (each still goes to Redis). */
 function counting(client: RedisClient): { client: RedisClient; calls: () => number } {
   let calls = 0;
   const proxy = new Proxy(client, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
-      if (prop === 'evalsha' && typeof v === 'function') {
+      if (typeof v !== 'function') return v;
+      // A registered script is a command ioredis defines on the client, sent as EVALSHA (EVAL once per connection).
+      if (prop === 'rlGcra') {
         return (...args: unknown[]) => {
           calls++;
           return (v as (...a: unknown[]) => unknown).apply(target, args);
         };
       }
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      return (v as (...a: unknown[]) => unknown).bind(target);
     },
   });
   return { client: proxy, calls: () => calls };

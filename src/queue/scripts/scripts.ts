@@ -19,10 +19,10 @@ const LUA_DIR = (() => {
 })();
 
 /**
- * The keys of a queue shard and of a batcher shard, in the one order every
- * script takes them: a script takes the ones it needs, in this order, and
- * its header lists them under the same names (test/unit/scripts-keys.test.ts
- * holds each header to its entry below).
+ * The keys of a queue shard, of a batcher shard and of a rate limiter's
+ * bucket, in the one order every script takes them: a script takes the ones
+ * it needs, in this order, and its header lists them under the same names
+ * (test/unit/scripts-keys.test.ts holds each header to its entry below).
  */
 export const KEY_ORDER = [
   'due',
@@ -37,6 +37,7 @@ export const KEY_ORDER = [
   'groups',
   'items',
   'itemsPrefix',
+  'bucket',
 ] as const;
 export type KeyName = (typeof KEY_ORDER)[number];
 export type ScriptKeys = Partial<Record<KeyName, string>>;
@@ -90,6 +91,7 @@ export const SCRIPTS = {
   bqTakeDue: { file: 'batcher/take-due.lua', keys: ['groups', 'itemsPrefix'], libs: ['time', 'group'] },
   bqRemove: { file: 'batcher/remove.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
   bqRestore: { file: 'batcher/restore.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
+  rlGcra: { file: 'limits/gcra.lua', keys: ['bucket'], libs: [] },
 } as const satisfies Record<string, { file: string; keys: readonly KeyName[]; libs: readonly string[] }>;
 export type ScriptName = keyof typeof SCRIPTS;
 type RawReply = unknown;

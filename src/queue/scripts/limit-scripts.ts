@@ -1,0 +1,27 @@
+// Typed wrapper of the rate limiter's Lua script (lua/limits/gcra.lua); the
+// limiter itself (fail-open, gathering a turn's decisions) is core/rate-limit.ts.
+import { rateBucketKey } from '../keys.js';
+import { call, type RedisClient } from './scripts.js';
+
+/** A rate-limit decision: 't' take (admit and record), 'c' check (would it admit?, records nothing). */
+export type RateDecision = 't' | 'c';
+
+/**
+ * Judges `asked`, in order, against the bucket of `key` under the limit
+ * `limit`, with `intervalUs` µs between admissions and a burst tolerance of
+ * `toleranceUs` µs. Per decision: 0 when admitted, else the ms until one would
+ * be; null when the reply is not one wait per decision.
+ */
+export async function runGcra(
+  redis: RedisClient,
+  prefix: string,
+  limit: string,
+  key: string,
+  intervalUs: number,
+  toleranceUs: number,
+  asked: readonly RateDecision[],
+): Promise<number[] | null> {
+  const r = await call(redis, 'rlGcra', { bucket: rateBucketKey(prefix, limit, key) }, [intervalUs, toleranceUs, asked.join('')]);
+  if (!Array.isArray(r) || r.length !== asked.length) return null;
+  return r.map(Number);
+}
