@@ -1,5 +1,5 @@
 --[[
-batch-add: add an item to its group's waiting set and, when the group holds a
+add: add an item to its group's waiting set and, when the group holds a
 full batch, take it out (the oldest items; every full batch the group holds,
 which is more than one only after a restore put many back).
 

@@ -1,5 +1,5 @@
 --[[
-batch-remove: drop items from a group's waiting set (they were batched another
+remove: drop items from a group's waiting set (they were batched another
 way, e.g. by the reconciliation pass) and keep the group's first arrival right.
 
 Why atomic: removing items and re-reading the oldest one left must be one step,

@@ -1,5 +1,5 @@
 --[[
-batch-restore: put items back into their group with their original arrival
+restore: put items back into their group with their original arrival
 times: a taken batch whose commit failed, parcels a commit left over (part
 of their batch was batched another way), or waiting parcels the
 reconciliation pass finds missing (Redis lost them). Optionally takes out

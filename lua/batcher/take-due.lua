@@ -1,11 +1,11 @@
 --[[
-batch-take-due: take one batch (the oldest items, up to the batch size) out of
+take-due: take one batch (the oldest items, up to the batch size) out of
 every group whose first arrival is at or before now - max wait, a bounded number
 of groups per call.
 
 Why atomic: finding the due groups and emptying them must be one step, or an
 item added between the two could be taken without its group being re-listed,
-or a full-size take by batch-add could interleave and split a batch.
+or a full-size take by add.lua could interleave and split a batch.
 
 Group item keys are the prefix in KEYS[2] followed by the group name: which
 groups are due is only known inside the script (lib/due-index.lua builds its
@@ -20,7 +20,7 @@ ARGV[1] max wait (ms)
 ARGV[2] max groups to take this call
 ARGV[3] batch size
 ARGV[4] deadline (ms since epoch, Redis clock): past it the call does nothing
-        (a flusher gave up waiting for it: see batch-add.lua); "" for none
+        (a flusher gave up waiting for it: see add.lua); "" for none
 
 Returns { now, nextFirstArrival, groupCount, group1, count1, item, arrival, ..., group2, ... }
   nextFirstArrival  earliest first arrival still waiting after this call (ms),

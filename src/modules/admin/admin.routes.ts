@@ -36,8 +36,8 @@ export type RecentBatch = {
   readonly createdAt: Date;
 };
 
-/** A daily report as the reports module stores it (provided through the composition root). */
-export type DailyReport = Omit<z.infer<typeof dailyReportsJsonSchema>['reports'][number], 'generatedAt'> & { readonly generatedAt: Date };
+/** A daily report as the dashboard lists it; the reports module provides them through the composition root. */
+type ListedReport = Omit<z.infer<typeof dailyReportsJsonSchema>['reports'][number], 'generatedAt'> & { readonly generatedAt: Date };
 
 export type AdminDeps = {
   readonly queues: readonly Queue[];
@@ -49,7 +49,7 @@ export type AdminDeps = {
   readonly lateness: LatenessReader;
   readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
   /** The latest daily reports, newest day first; the reports module provides them. */
-  readonly dailyReports: (limit: number) => Promise<readonly DailyReport[]>;
+  readonly dailyReports: (limit: number) => Promise<readonly ListedReport[]>;
 };
 
 const JOB_NOT_FOUND = { status: 404, code: 'JOB_NOT_FOUND' };

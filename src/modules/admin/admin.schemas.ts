@@ -1,6 +1,7 @@
 // Request and answer shapes of the operators' API, validated by zod at the
 // edge and described by the OpenAPI document.
 import { z } from 'zod';
+import { plainText } from '../../core/http/plain-text.js';
 
 export const deadQuerySchema = z.strictObject({
   cursor: z.string().max(400).optional(),
@@ -11,12 +12,7 @@ export const latenessQuerySchema = z.strictObject({ minutes: z.coerce.number().i
 export const batchesQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) });
 
 /** As the engine checks it (queue.ts checkId); the engine stays the authority and checks again. */
-export const jobIdSchema = z
-  .string()
-  .min(1)
-  .max(256)
-  .regex(/^[^\u0000-\u001f\u007f]*$/)
-  .meta({ description: 'a job id, e.g. order:<uuid>:expire (URL-encoded)' });
+export const jobIdSchema = plainText(1, 256).meta({ description: 'a job id, e.g. order:<uuid>:expire (URL-encoded)' });
 export const JOB_ID_MESSAGE = 'job id must be 1..256 characters without control characters';
 
 const instantOut = z.iso.datetime();

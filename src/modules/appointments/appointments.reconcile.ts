@@ -58,5 +58,3 @@ export function createAppointmentsReconcile(d: {
   const job: PeriodicJob = { id: RECONCILE_JOB_ID, type: RECONCILE_JOB, schedule: { everyMs: d.everyMs }, run: () => run(2 * d.everyMs) };
   return { run, job };
 }
-
-export type AppointmentsReconcile = ReturnType<typeof createAppointmentsReconcile>;

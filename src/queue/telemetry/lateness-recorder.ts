@@ -134,5 +134,3 @@ export function createLatenessRecorder(o: { redis: RedisClient; prefix: string; 
     },
   };
 }
-
-export type LatenessRecorder = ReturnType<typeof createLatenessRecorder>;
