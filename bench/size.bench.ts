@@ -225,32 +225,12 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
 type ServiceJob = { what: string; job: (at: number) => ScheduleInput };
 const SERVICE_JOBS: ServiceJob[] = [
   {
-    what: 'order expiry with the payload `{orderId}` (what the service writes with QUEUE_RECORD_GROUPS=0)',
-    job: (at) => {
-      const orderId = randomUUID();
-      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, false), mode: 'nx' };
-    },
+    what: 'order expiry (payload `{}`: the job id names the order)',
+    job: (at) => ({ id: expireJobId(randomUUID()), type: EXPIRE_JOB, at, payload: expirePayload(), mode: 'nx' }),
   },
   {
-    what: 'order expiry with the payload `{}` (what the service writes with QUEUE_RECORD_GROUPS=1)',
-    job: (at) => {
-      const orderId = randomUUID();
-      return { id: expireJobId(orderId), type: EXPIRE_JOB, at, payload: expirePayload(orderId, true), mode: 'nx' };
-    },
-  },
-  {
-    what: 'appointment reminder with the payload `{appointmentId, startsAt}` (QUEUE_RECORD_GROUPS=0)',
-    job: (at) => {
-      const id = randomUUID();
-      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, false), mode: 'nx' };
-    },
-  },
-  {
-    what: 'appointment reminder with the payload `{startsAt}` (QUEUE_RECORD_GROUPS=1)',
-    job: (at) => {
-      const id = randomUUID();
-      return { id: remindJobId(id), type: REMIND_JOB, at, payload: remindPayload({ id, startsAt: new Date(at + 86_400_000) }, true), mode: 'nx' };
-    },
+    what: 'appointment reminder (payload `{startsAt}`: the job id names the appointment)',
+    job: (at) => ({ id: remindJobId(randomUUID()), type: REMIND_JOB, at, payload: remindPayload({ startsAt: new Date(at + 86_400_000) }), mode: 'nx' }),
   },
 ];
 

@@ -14,8 +14,7 @@ const NOT_DUE_RETRY_MS = 20;
 /** Reminder jobs written by one statement at most. */
 export const REMIND_BATCH_MAX = 500;
 
-// The slot's start; the appointment is the job id's (the payload names it
-// too, for older workers: the same).
+// The slot's start (ms since epoch); the appointment is the job id's.
 const remindPayload = z.object({ startsAt: z.int() });
 
 export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {

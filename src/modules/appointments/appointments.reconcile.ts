@@ -45,9 +45,7 @@ export function createAppointmentsReconcile(d: {
         }
         const upcoming = page.filter((x) => !x.overdue);
         if (upcoming.length === 0) return;
-        await d.queue.scheduleMany(
-          upcoming.map((a) => ({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: remindPayload(a, d.queue.recordGroups) })),
-        );
+        await d.queue.scheduleMany(upcoming.map((a) => ({ id: remindJobId(a.id), type: REMIND_JOB, at: a.remindAt, payload: remindPayload(a) })));
         jobsSet += upcoming.length;
       },
     );

@@ -26,15 +26,11 @@ export const remindJobId = REMIND_JOB_ID.of;
 /** The appointment a reminder job's id names; null for any other id. */
 export const appointmentIdOfRemindJob = REMIND_JOB_ID.rowOf;
 /**
- * A reminder job's payload: the start of the slot it reminds of. The handler
- * reads the appointment from the job id; workers of builds before 2026-11-26
- * read it from the payload, so it names the appointment until no such build
- * can run: once the queue writes record groups (`queue.recordGroups`,
- * QUEUE_RECORD_GROUPS=1), `{startsAt}` only: 48 B less per pending job, and
- * a record short enough for its group (BENCHMARKS.md, "Engine at size").
+ * A reminder job's payload: the start of the slot it reminds of (ms since
+ * epoch); the handler reads the appointment from the job id. A short record
+ * fits a record group (BENCHMARKS.md, "Engine at size").
  */
-export const remindPayload = (a: Pick<AppointmentRow, 'id' | 'startsAt'>, compact: boolean) =>
-  compact ? { startsAt: a.startsAt.getTime() } : { appointmentId: a.id, startsAt: a.startsAt.getTime() };
+export const remindPayload = (a: Pick<AppointmentRow, 'startsAt'>) => ({ startsAt: a.startsAt.getTime() });
 
 /**
  * How far ahead a slot may be: a booking front end plans months, not
@@ -111,7 +107,7 @@ export function createAppointmentsService(d: {
       id: remindJobId(a.id),
       type: REMIND_JOB,
       at: a.remindAt,
-      payload: remindPayload(a, queue.recordGroups),
+      payload: remindPayload(a),
       mode,
     };
     await afterCommit(

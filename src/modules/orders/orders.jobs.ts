@@ -18,7 +18,7 @@ export function ordersJobHandlers(service: OrdersService, log: Logger): Record<s
     [EXPIRE_JOB]: {
       maxBatch: EXPIRE_BATCH_MAX,
       async batch(jobs) {
-        // The order is the job id's (the payload names it too, for older workers: the same).
+        // The order is the job id's (the payload is empty).
         const orderIds = jobs.map((job) => orderIdOfExpireJob(job.id)?.toLowerCase() ?? null); // as the database answers ids
         const outcomes = await service.expireMany([...new Set(orderIds.flatMap((id) => (id ? [id] : [])))]);
         return jobs.map((job, i): BatchOutcome => {

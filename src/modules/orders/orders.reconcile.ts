@@ -49,7 +49,7 @@ export function createOrdersReconcile(d: {
             id: expireJobId(o.id),
             type: EXPIRE_JOB,
             at: o.expiresAt,
-            payload: expirePayload(o.id, d.queue.recordGroups),
+            payload: expirePayload(),
             mode: 'nx' as const,
           })),
         );

@@ -20,14 +20,10 @@ export const expireJobId = EXPIRE_JOB_ID.of;
 /** The order an expiry job's id names; null for any other id. */
 export const orderIdOfExpireJob = EXPIRE_JOB_ID.rowOf;
 /**
- * An expiry job's payload. The handler reads the order from the job id;
- * workers of builds before 2026-11-26 read it from the payload, so it names
- * the order until no such build can run: once the queue writes record groups
- * (`queue.recordGroups`, QUEUE_RECORD_GROUPS=1, set when every process runs a
- * build that reads them), `{}`: 48 B less per pending job, and a record
- * short enough for its group (BENCHMARKS.md, "Engine at size").
+ * An expiry job's payload: empty, as the handler reads the order from the job
+ * id. A short record fits a record group (BENCHMARKS.md, "Engine at size").
  */
-export const expirePayload = (orderId: string, compact: boolean) => (compact ? {} : { orderId });
+export const expirePayload = () => ({});
 
 // Creates arriving in one event-loop turn share one INSERT and one schedule call.
 const GATHER_MAX = 100;
@@ -57,7 +53,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
           id: expireJobId(order.id),
           type: EXPIRE_JOB,
           at: order.expiresAt,
-          payload: expirePayload(order.id, queue.recordGroups),
+          payload: expirePayload(),
           mode: 'nx',
         }),
       'schedule expiry',
