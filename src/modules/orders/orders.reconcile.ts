@@ -63,5 +63,3 @@ export function createOrdersReconcile(d: {
   const job: PeriodicJob = { id: RECONCILE_JOB_ID, type: RECONCILE_JOB, schedule: { everyMs: d.everyMs }, run: () => run(2 * d.everyMs) };
   return { run, job };
 }
-
-export type OrdersReconcile = ReturnType<typeof createOrdersReconcile>;
