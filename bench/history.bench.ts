@@ -29,7 +29,8 @@
 // Prints JSON on stdout; writes a section into BENCHMARKS.md unless BENCH_WRITE=0.
 import { randomBytes } from 'node:crypto';
 import { createDb } from '../src/core/db.js';
-import { dedupeKeySql } from '../src/core/outbox.js';
+import { dedupeKeySql } from '../src/core/delivery/index.js';
+import { Prisma } from '../src/generated/prisma/client.js';
 import { createLogger } from '../src/core/logger.js';
 import { migrate } from '../src/core/migrate.js';
 import type { PurgeBatch, PurgeCursor } from '../src/core/retention.js';
@@ -93,12 +94,18 @@ const runTag = randomBytes(4).toString('hex');
 const dbName = cfg.reuse ?? `ots_bench_history_${runTag}`;
 const dbUrl = withDatabase(cfg.pgAdminUrl, dbName);
 
+/** The text of a fragment over columns only (no parameters), for the plain pg queries of this load. */
+function columnsSql(fragment: Prisma.Sql): string {
+  if (fragment.values.length > 0) throw new Error('a fragment over columns only was expected');
+  return fragment.sql;
+}
+
 /** Writes a SENT reminder, keyed as the service keys it, for each appointment `from` names (as `a`). */
 function remindSent(from: string): Promise<unknown> {
   return pgQuery(
     dbUrl,
     `INSERT INTO notifications (id, kind, dedupe_key, appointment_id, channel, recipient, payload, status, attempts, sent_at)
-     SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER', ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')},
+     SELECT gen_random_uuid(), 'APPOINTMENT_REMINDER', ${columnsSql(dedupeKeySql.appointmentReminder(Prisma.raw('a.id'), Prisma.raw('a.starts_at')))},
             a.id, 'EMAIL', a.contact, '{}', 'SENT', 1, a.remind_at
        FROM ${from}`,
   );
@@ -131,7 +138,7 @@ async function load(upcoming: number): Promise<void> {
   await pgQuery(
     dbUrl,
     `UPDATE appointments a SET reminded = true
-      WHERE EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')})`,
+      WHERE EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${columnsSql(dedupeKeySql.appointmentReminder(Prisma.raw('a.id'), Prisma.raw('a.starts_at')))})`,
   );
   // A year of orders: two in three paid 5 minutes in, the rest cancelled at
   // their 30-minute deadline with their notice SENT; one item each.
@@ -148,7 +155,7 @@ async function load(upcoming: number): Promise<void> {
   await pgQuery(
     dbUrl,
     `INSERT INTO notifications (id, kind, dedupe_key, order_id, payload, status, attempts, created_at, sending_at, sent_at)
-     SELECT gen_random_uuid(), 'ORDER_CANCELLED', ${dedupeKeySql.orderCancelled('o.id::text')}, o.id, '{}', 'SENT', 1,
+     SELECT gen_random_uuid(), 'ORDER_CANCELLED', ${columnsSql(dedupeKeySql.orderCancelled(Prisma.raw('o.id::text')))}, o.id, '{}', 'SENT', 1,
             o.cancelled_at, o.cancelled_at, o.cancelled_at + interval '50 milliseconds'
        FROM orders o WHERE o.status = 'CANCELLED'`,
   );
@@ -168,7 +175,7 @@ async function load(upcoming: number): Promise<void> {
     await pgQuery(
       dbUrl,
       `INSERT INTO notifications (id, kind, dedupe_key, batch_id, payload, status, attempts, created_at, sending_at, sent_at)
-       SELECT gen_random_uuid(), 'BATCH_DISPATCHED', ${dedupeKeySql.batchDispatched('b.id::text')}, b.id, '{}', 'SENT', 1,
+       SELECT gen_random_uuid(), 'BATCH_DISPATCHED', ${columnsSql(dedupeKeySql.batchDispatched(Prisma.raw('b.id::text')))}, b.id, '{}', 'SENT', 1,
               b.created_at, b.created_at, b.created_at + interval '50 milliseconds'
          FROM batches b`,
     );

@@ -10,6 +10,7 @@
 // (its repository's purge).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config.js';
+import { Prisma } from '../generated/prisma/client.js';
 import type { Db } from './db.js';
 import { isSerializationFailure } from './db-errors.js';
 import type { Logger } from './logger.js';
@@ -26,30 +27,34 @@ export type Purge = { readonly what: string; purge(olderThanSeconds: number, lim
 
 /** The statement of a purge batch, over `table` (aliased `t`, keyed by a uuid `id`). */
 export type PurgeStatement = {
+  /** The table's name (a constant of the repository, never input). */
   readonly table: string;
   /** The timestamp column read in order (with `id`), through an index; rows with it before the cutoff are the range. */
   readonly key: string;
   /** More conditions of the range (over `t`), matching the index read (a status, for a partial one). */
-  readonly range?: string;
+  readonly range?: Prisma.Sql;
   /** Which rows of the range are terminal and may go (over `t`; `cutoff` is the SQL of the cutoff time). */
-  readonly terminal: (cutoff: string) => string;
+  readonly terminal: (cutoff: Prisma.Sql) => Prisma.Sql;
   /** What goes with them: data-modifying statements over the CTE `c` of the chosen ids. */
-  readonly alsoDelete: readonly string[];
+  readonly alsoDelete: readonly Prisma.Sql[];
 };
 
-/** The SQL of one batch: $1 the age in seconds, $2 the batch size, $3 and $4 the cursor (key, id) to read after. */
-function purgeBatchSql(s: PurgeStatement): string {
-  const cutoff = `now() - make_interval(secs => $1::double precision)`;
-  return `WITH s AS (
-      SELECT t.id, t.${s.key} AS k FROM ${s.table} t
-       WHERE ${s.range ?? 'true'} AND t.${s.key} < ${cutoff}
-         AND t.${s.key} >= $3::timestamptz AND (t.${s.key}, t.id) > ($3::timestamptz, $4::uuid)
-       ORDER BY t.${s.key}, t.id LIMIT $2
+/** The SQL of one batch: rows older than `olderThanSeconds`, `limit` of them, read after `from` (key, id). */
+function purgeBatchSql(s: PurgeStatement, olderThanSeconds: number, limit: number, from: PurgeCursor): Prisma.Sql {
+  const table = Prisma.raw(s.table);
+  const key = Prisma.raw(`t.${s.key}`);
+  const cutoff = Prisma.sql`now() - make_interval(secs => ${olderThanSeconds}::double precision)`;
+  const also = s.alsoDelete.map((sql, i) => Prisma.sql`${Prisma.raw(`x${i}`)} AS (${sql}), `);
+  return Prisma.sql`WITH s AS (
+      SELECT t.id, ${key} AS k FROM ${table} t
+       WHERE ${s.range ?? Prisma.sql`true`} AND ${key} < ${cutoff}
+         AND ${key} >= ${from.at}::timestamptz AND (${key}, t.id) > (${from.at}::timestamptz, ${from.id}::uuid)
+       ORDER BY ${key}, t.id LIMIT ${limit}
     ), c AS (
-      SELECT t.id FROM ${s.table} t WHERE t.id IN (SELECT id FROM s) AND ${s.terminal(cutoff)}
+      SELECT t.id FROM ${table} t WHERE t.id IN (SELECT id FROM s) AND ${s.terminal(cutoff)}
        FOR UPDATE OF t SKIP LOCKED
-    ), ${s.alsoDelete.map((sql, i) => `x${i} AS (${sql}), `).join('')}d AS (
-      DELETE FROM ${s.table} WHERE id IN (SELECT id FROM c) RETURNING 1
+    ), ${also.length ? Prisma.join(also, '') : Prisma.empty}d AS (
+      DELETE FROM ${table} WHERE id IN (SELECT id FROM c) RETURNING 1
     )
     SELECT (SELECT count(*) FROM s)::int AS examined, (SELECT count(*) FROM d)::int AS deleted, l.k AS last_at, l.id AS last_id
       FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT k, id FROM s ORDER BY k DESC, id DESC LIMIT 1) l ON true`;
@@ -66,10 +71,9 @@ export const purgeOf = (db: Db, what: string, statement: PurgeStatement): Purge 
 
 /** Runs one batch of `statement` after `after` in a snapshot of its own (purgeInSnapshot). */
 async function purgeBatch(db: Db, statement: PurgeStatement, olderThanSeconds: number, limit: number, after: PurgeCursor | null): Promise<PurgeBatch> {
-  const from = after ?? START;
-  const sql = purgeBatchSql(statement);
+  const sql = purgeBatchSql(statement, olderThanSeconds, limit, after ?? START);
   type Row = { examined: number; deleted: number; last_at: Date | null; last_id: string | null };
-  const [row] = await purgeInSnapshot(db, (tx) => tx.$queryRawUnsafe<Row[]>(sql, olderThanSeconds, limit, from.at, from.id));
+  const [row] = await purgeInSnapshot(db, (tx) => tx.$queryRaw<Row[]>(sql));
   return {
     examined: row?.examined ?? 0,
     deleted: row?.deleted ?? 0,
@@ -80,7 +84,7 @@ async function purgeBatch(db: Db, statement: PurgeStatement, olderThanSeconds: n
 type RetentionOptions = { readonly olderThanSeconds: number; readonly batchSize: number; readonly purges: readonly Purge[] };
 
 /** What a purge statement runs on: its snapshot's transaction. */
-export type PurgeClient = Pick<Db, '$queryRawUnsafe'>;
+export type PurgeClient = Pick<Db, '$queryRaw'>;
 
 /** Tries of a purge statement whose snapshot a concurrent change overtook. */
 const SNAPSHOT_TRIES = 3;
@@ -100,7 +104,7 @@ async function purgeInSnapshot<T>(db: Db, statement: (tx: PurgeClient) => Promis
         async (tx) => {
           // The planner, guessing few rows match, prices the statement high and
           // compiles it (JIT): some 20 ms of a 50 ms batch, every batch.
-          await tx.$executeRawUnsafe('SET LOCAL jit = off');
+          await tx.$executeRaw`SET LOCAL jit = off`;
           return statement(tx);
         },
         { isolationLevel: 'RepeatableRead', maxWait: 10_000, timeout: 120_000 },

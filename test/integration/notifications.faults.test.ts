@@ -19,7 +19,7 @@ import { redriveOne } from '../../src/modules/admin/redrive.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../src/core/module.js';
-import { dedupeKey } from '../../src/core/outbox.js';
+import { dedupeKey } from '../../src/core/delivery/index.js';
 import { DELIVER_JOB, deliverJobId, scheduleDeliveries } from '../../src/modules/notifications/notifications.jobs.js';
 import type { JobInfo } from '../../src/queue/producer/queue.js';
 import type { Job, JobHandler } from '../../src/queue/types.js';

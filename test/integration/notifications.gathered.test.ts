@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/core/db-errors.js';
 import { gatherOrEach } from '../../src/core/gather.js';
-import { createNotificationsRepository } from '../../src/modules/notifications/notifications.repository.js';
+import { createDeliveries } from '../../src/core/delivery/index.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { failNotificationWrites } from '../helpers/db-faults.js';
 
@@ -28,7 +28,7 @@ async function row(set: string): Promise<string> {
 
 describe('gathered delivery statements', () => {
   it('claims many rows in one statement, each answered as a claim of its own would be', async () => {
-    const repo = createNotificationsRepository(tdb.db);
+    const repo = createDeliveries(tdb.db);
     const rows = {
       pending: await row(''),
       sent: await row(`status = 'SENT'`),
@@ -73,7 +73,7 @@ describe('gathered delivery statements', () => {
   });
 
   it('lets the SENT mark the database refuses for one row fail alone, the rows beside it marked', async () => {
-    const repo = createNotificationsRepository(tdb.db);
+    const repo = createDeliveries(tdb.db);
     const ids = await Promise.all(Array.from({ length: 5 }, () => row(`status = 'SENDING', sending_at = now()`)));
     const broken = ids[2] as string;
     const fault = await failNotificationWrites(tdb.db, { write: 'sent', of: { id: broken } });

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redriveOne } from '../../src/modules/admin/redrive.js';
 import { DELIVER_JOB, deliverJobId, scheduleDeliveries } from '../../src/modules/notifications/notifications.jobs.js';
+import { createDeliveries } from '../../src/core/delivery/index.js';
 import { createNotificationsRepository } from '../../src/modules/notifications/notifications.repository.js';
 import type { Queue } from '../../src/queue/index.js';
 import { appointmentBody } from '../helpers/bodies.js';
@@ -192,7 +193,7 @@ describe("an operator's redrive, recorded in PostgreSQL (second review, 2026-11-
     expect(r[0]!.status).toBe('dead');
     expect(await redriveOne(q(), before(), deliverJobId(id))).toBe(true); // operator
     expect(await waitFor(async () => (await row(id)).status === 'SENDING', 5_000, 5)).toBe(true);
-    expect(await repo.markAbandoned(mine, 60)).toBe(0); // the relay goes on: the row is the redriven delivery's now
+    expect(await createDeliveries(tdb.db as never).markAbandoned(mine, 60)).toBe(0); // the relay goes on: the row is the redriven delivery's now
     // The redriven delivery keeps its retries: its first call fails, the next is taken.
     expect(await waitFor(async () => (await row(id)).status === 'SENT', 15_000, 50)).toBe(true);
     expect(calls(id).map((c) => c.answer)).toEqual(['fail', 'ok']);

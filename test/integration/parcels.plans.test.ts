@@ -60,7 +60,7 @@ describe('parcel indexes and plans', () => {
       trackingNos: trackingNos.slice(b * 10, b * 10 + 10),
     }));
     const q = commitBatchesQuery(batches, 'FULL', { maxWaitMs: 60_000, batchSize: 10 });
-    const [row] = await tdb.db.$queryRawUnsafe<{ 'QUERY PLAN': unknown }[]>(`EXPLAIN (FORMAT JSON) ${q.sql}`, ...q.params);
+    const [row] = await tdb.db.$queryRaw<{ 'QUERY PLAN': unknown }[]>`EXPLAIN (FORMAT JSON) ${q.sql}`;
     const nodes = planNodes(row?.['QUERY PLAN']);
     // Each node that reads parcels, with the index it reads them by (a bitmap scan's is its child's).
     const onParcels = nodes

@@ -6,7 +6,7 @@ import { httpOf } from '../../core/http/route.js';
 import { rateLimit } from '../../core/rate-limit.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { DATABASE_JOB_OPTIONS, PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
 import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { appointmentsJobHandlers } from './appointments.jobs.js';

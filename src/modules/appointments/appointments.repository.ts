@@ -2,7 +2,19 @@
 // the database clock; the reminder is written only by the statement that checks
 // the appointment still holds the slot the reminder was scheduled for.
 import type { Db } from '../../core/db.js';
-import { type NotificationStatus, dedupeKey, dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import {
+  type NotificationStatus,
+  type WrittenOrTakenBack,
+  dedupeKey,
+  dedupeKeySql,
+  deliveriesDeleteSql,
+  deliveriesSettledSql,
+  deliveryInsertSql,
+  liveSql,
+  takeBackOnConflictSql,
+  withdrawSql,
+} from '../../core/delivery/index.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 import { MAX_LEAD_SECONDS } from './appointments.schemas.js';
 
@@ -20,35 +32,27 @@ export type AppointmentRow = {
   cancelledAt: Date | null;
 };
 
-const COLUMNS = `id, customer_id AS "customerId", contact, channel::text AS channel, status::text AS status,
+const COLUMNS = Prisma.sql`id, customer_id AS "customerId", contact, channel::text AS channel, status::text AS status,
   starts_at AS "startsAt", remind_before_seconds AS "remindBeforeSeconds", remind_at AS "remindAt",
   created_at AS "createdAt", updated_at AS "updatedAt", cancelled_at AS "cancelledAt"`;
 
+/** The dedupe key of the reminder of the slot appointment `a` holds now. */
+const HELD_SLOT_KEY = dedupeKeySql.appointmentReminder(Prisma.sql`a.id`, Prisma.sql`a.starts_at`);
+
 /**
- * Withdraws the undelivered reminders of appointment $1 for any slot it no
- * longer holds (every slot once cancelled), with reason $2: PENDING ones
- * become CANCELLED; one being sent right now (SENDING) cannot be called
- * back, so it is marked withdrawn and its delivery ends it CANCELLED if the
- * call fails, SENT if the receiver took it (the record stays true). A FAILED
- * one given up (the receiver kept failing) becomes CANCELLED too, so the slot
- * held again starts it afresh; one the receiver refused stays FAILED, marked
- * withdrawn: holding the slot again must not call it again (only an
- * operator's redrive does). Run as its own
- * statement after the change, in the change's transaction: in READ COMMITTED a
- * statement sees only what committed before it started, and a reminder writer
- * holding the row lock when the change started commits while the change waits
- * for that lock. A CTE of the changing statement would miss that reminder and
- * leave it to be delivered for a slot given up; this later statement sees it
- * (and writers coming after the change wait for the lock, then find the slot gone).
+ * Withdraws the undelivered reminders of appointment `id` for any slot it no
+ * longer holds (every slot once cancelled), with `reason`: the delivery
+ * room's withdrawal (core/delivery/withdraw.ts), run as its own statement
+ * after the change, in the change's transaction.
  */
-const WITHDRAW_REMINDERS = `UPDATE notifications n
-      SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)::"NotificationStatus",
-          last_error = CASE WHEN n.status = 'SENDING' OR n.refused THEN n.last_error ELSE $2 END,
-          withdrawn_at = now()
-     FROM appointments a
-    WHERE a.id = $1::uuid AND n.appointment_id = a.id AND n.kind = 'APPOINTMENT_REMINDER'
-      AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
-      AND (a.status = 'CANCELLED' OR n.dedupe_key <> ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')})`;
+const withdrawReminders = (id: string, reason: string) =>
+  withdrawSql({
+    kind: 'APPOINTMENT_REMINDER',
+    subject: 'appointment_id',
+    from: Prisma.sql`(SELECT a.id, CASE WHEN a.status = 'CANCELLED' THEN NULL ELSE ${HELD_SLOT_KEY} END AS kept_key
+                        FROM appointments a WHERE a.id = ${id}::uuid) s`,
+    reason,
+  });
 
 /**
  * Not marked reminded (the predicate of the partial index
@@ -57,7 +61,7 @@ const WITHDRAW_REMINDERS = `UPDATE notifications n
  * with any change of the booking (slot, status, updated_at), among them the
  * one way a slot's live reminder is withdrawn while it stays BOOKED: a move.
  */
-const UNMARKED = 'NOT a.reminded';
+const UNMARKED = Prisma.sql`NOT a.reminded`;
 
 /** A slot a reminder job was scheduled for: the appointment and the start it then had (ms). */
 export type ReminderSlot = { readonly appointmentId: string; readonly startsAtMs: number };
@@ -82,28 +86,29 @@ export type NewAppointment = {
 };
 
 /** The reminder of the slot `a` holds (a row of `w`, locked by the writing statement). */
-const REMINDER_FROM_W = outboxInsertSql({
+const REMINDER_FROM_W = deliveryInsertSql({
   kind: 'APPOINTMENT_REMINDER',
-  from: 'w a',
-  dedupeKey: dedupeKeySql.appointmentReminder('a.id', 'a.starts_at'),
-  subject: { column: 'appointment_id', value: 'a.id' },
-  channel: 'a.channel',
-  recipient: 'a.contact',
-  payload: `jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
-                               'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+  from: Prisma.sql`w a`,
+  dedupeKey: HELD_SLOT_KEY,
+  subject: { column: 'appointment_id', value: Prisma.sql`a.id` },
+  channel: Prisma.sql`a.channel`,
+  recipient: Prisma.sql`a.contact`,
+  payload: Prisma.sql`jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
+                                         'startsAt', to_char(a.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
 });
 
 /** An appointment may go when its slot lies behind the cutoff, nothing changed it since, and its reminders are settled. */
-const finished = (cutoff: string) => `t.starts_at < ${cutoff} AND t.updated_at < ${cutoff} AND ${outboxSettledSql('appointment_id', 't.id', cutoff)}`;
+const finished = (cutoff: Prisma.Sql) =>
+  Prisma.sql`t.starts_at < ${cutoff} AND t.updated_at < ${cutoff} AND ${deliveriesSettledSql('appointment_id', Prisma.sql`t.id`, cutoff)}`;
 /** Retention's statements: BOOKED appointments by start (their partial index), CANCELLED ones by remind time (before the start). */
 const PURGE_BOOKED: PurgeStatement = {
   table: 'appointments',
   key: 'starts_at',
-  range: `t.status = 'BOOKED'`,
+  range: Prisma.sql`t.status = 'BOOKED'`,
   terminal: finished,
-  alsoDelete: [outboxDeleteSql('appointment_id', 'c')],
+  alsoDelete: [deliveriesDeleteSql('appointment_id', Prisma.sql`c`)],
 };
-const PURGE_CANCELLED: PurgeStatement = { ...PURGE_BOOKED, key: 'remind_at', range: `t.status = 'CANCELLED'` };
+const PURGE_CANCELLED: PurgeStatement = { ...PURGE_BOOKED, key: 'remind_at', range: Prisma.sql`t.status = 'CANCELLED'` };
 
 export function createAppointmentsRepository(db: Db) {
   const one = async (rows: Promise<AppointmentRow[]>) => (await rows)[0] ?? null;
@@ -114,23 +119,17 @@ export function createAppointmentsRepository(db: Db) {
    * the times by the database clock.
    */
   async function insertMany(rows: readonly NewAppointment[]): Promise<AppointmentRow[]> {
-    const inserted = await db.$queryRawUnsafe<AppointmentRow[]>(
-      `INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
-                                 created_at, updated_at, idempotency_key, request_hash)
-       SELECT t.id, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
-              GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::"Channel"[], $5::timestamptz[], $6::int[], $7::text[], $8::text[])
-              AS t(id, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
-       RETURNING ${COLUMNS}`,
-      rows.map((r) => r.id),
-      rows.map((r) => r.customerId),
-      rows.map((r) => r.contact),
-      rows.map((r) => r.channel),
-      rows.map((r) => r.startsAt),
-      rows.map((r) => r.remindBeforeSeconds),
-      rows.map((r) => r.idempotencyKey),
-      rows.map((r) => r.requestHash),
-    );
+    const col = <T>(f: (r: NewAppointment) => T) => rows.map(f);
+    const inserted = await db.$queryRaw<AppointmentRow[]>`
+      INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+                                created_at, updated_at, idempotency_key, request_hash)
+      SELECT t.id, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
+             GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
+        FROM unnest(${col((r) => r.id)}::uuid[], ${col((r) => r.customerId)}::text[], ${col((r) => r.contact)}::text[],
+                    ${col((r) => r.channel)}::"Channel"[], ${col((r) => r.startsAt)}::timestamptz[],
+                    ${col((r) => r.remindBeforeSeconds)}::int[], ${col((r) => r.idempotencyKey)}::text[], ${col((r) => r.requestHash)}::text[])
+             AS t(id, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
+      RETURNING ${COLUMNS}`;
     const byId = new Map(inserted.map((r) => [r.id, r]));
     return rows.map((r) => {
       const row = byId.get(r.id);
@@ -148,53 +147,37 @@ export function createAppointmentsRepository(db: Db) {
    */
   async function writeReminders(slots: readonly ReminderSlot[]): Promise<Map<string, { id: string; fresh: boolean }>> {
     if (slots.length === 0) return new Map();
-    const rows = await db.$queryRawUnsafe<{ key: string; id: string; fresh: boolean }[]>(
-      `WITH a AS (
-         SELECT id, customer_id, contact, channel, starts_at, reminded FROM appointments
-          WHERE id = ANY($1::uuid[])
-            -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
-            AND (id, floor(extract(epoch FROM starts_at) * 1000)::bigint) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
-            -- As text and through an expression, which no index holds: the
-            -- rows are found by their ids, whatever the statistics say (read
-            -- through the index of BOOKED appointments by remind time, a batch
-            -- would read every appointment due, as notifications' claims did).
-            AND status::text = 'BOOKED' AND remind_at + interval '0' <= now()
-          ORDER BY id
-          FOR UPDATE
-       ), marked AS (
-         -- Whatever the insert below finds, the slot has a live reminder after this statement.
-         UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
-       ), w AS (
-         -- A slot marked reminded (as its locked row is now: a writer that
-         -- came first committed its mark with its reminder, and any change of
-         -- the booking since would have cleared it) has its live reminder:
-         -- nothing is inserted for it. ON CONFLICT would lock that reminder
-         -- too, even to change nothing, while this statement goes on locking
-         -- the next appointments, and the deliveries' claims and SENT marks
-         -- lock several such rows in their own order (a deadlock, review of
-         -- 59e9d54). Not a look at the reminders themselves: this statement's
-         -- snapshot may predate a move away and back that withdrew the
-         -- reminder it would see live (review of 0995e3c).
-         SELECT * FROM a WHERE NOT a.reminded
-       )
-       ${REMINDER_FROM_W}
-       ON CONFLICT (dedupe_key) DO UPDATE
-          SET status = (CASE WHEN notifications.status <> 'CANCELLED' THEN notifications.status
-                             WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END)::"NotificationStatus",
-              attempts = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN 0 ELSE notifications.attempts END,
-              last_error = CASE WHEN notifications.status = 'CANCELLED' AND NOT notifications.refused THEN NULL ELSE notifications.last_error END,
-              withdrawn_at = NULL
-        WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL
-       -- PENDING after this statement: new, or taken back from CANCELLED (as
-       -- the row is when the update runs: the delivery side may end it
-       -- CANCELLED while this statement waits for the appointment's lock);
-       -- FAILED, refused: a fresh job finds it FAILED and goes to the dead
-       -- set uncalled, where an operator can redrive it (its old job may be
-       -- acked by now, leaving none).
-       RETURNING dedupe_key AS key, id::text AS id, status IN ('PENDING', 'FAILED') AS fresh`,
-      slots.map((x) => x.appointmentId),
-      slots.map((x) => x.startsAtMs),
-    );
+    const ids = slots.map((x) => x.appointmentId);
+    const rows = await db.$queryRaw<WrittenOrTakenBack[]>`
+      WITH a AS (
+        SELECT id, customer_id, contact, channel, starts_at, reminded FROM appointments
+         WHERE id = ANY(${ids}::uuid[])
+           -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
+           AND (id, floor(extract(epoch FROM starts_at) * 1000)::bigint) IN (SELECT * FROM unnest(${ids}::uuid[], ${slots.map((x) => x.startsAtMs)}::bigint[]))
+           -- As text and through an expression, which no index holds: the
+           -- rows are found by their ids, whatever the statistics say (read
+           -- through the index of BOOKED appointments by remind time, a batch
+           -- would read every appointment due).
+           AND status::text = 'BOOKED' AND remind_at + interval '0' <= now()
+         ORDER BY id
+         FOR UPDATE
+      ), marked AS (
+        -- Whatever the insert below finds, the slot has a live reminder after this statement.
+        UPDATE appointments SET reminded = true FROM a WHERE appointments.id = a.id
+      ), w AS (
+        -- A slot marked reminded has its live reminder (a writer that came
+        -- first committed its mark with it, and any change of the booking
+        -- since would have cleared the mark): nothing is inserted for it.
+        -- ON CONFLICT would lock that reminder too, even to change nothing,
+        -- while this statement goes on locking the next appointments, and the
+        -- deliveries' claims and SENT marks lock such rows in their own order
+        -- (a deadlock). Not a look at the reminders themselves: this
+        -- statement's snapshot may predate a move away and back that withdrew
+        -- the reminder it would see live.
+        SELECT * FROM a WHERE NOT a.reminded
+      )
+      ${REMINDER_FROM_W}
+      ${takeBackOnConflictSql}`;
     return new Map(rows.map((r) => [r.key, { id: r.id, fresh: r.fresh }]));
   }
 
@@ -207,14 +190,12 @@ export function createAppointmentsRepository(db: Db) {
     insertMany,
 
     find(id: string): Promise<AppointmentRow | null> {
-      return one(db.$queryRawUnsafe<AppointmentRow[]>(`SELECT ${COLUMNS} FROM appointments WHERE id = $1::uuid`, id));
+      return one(db.$queryRaw<AppointmentRow[]>`SELECT ${COLUMNS} FROM appointments WHERE id = ${id}::uuid`);
     },
 
     async findByIdempotencyKey(key: string): Promise<{ row: AppointmentRow; requestHash: string | null } | null> {
-      const rows = await db.$queryRawUnsafe<(AppointmentRow & { requestHash: string | null })[]>(
-        `SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = $1`,
-        key,
-      );
+      const rows = await db.$queryRaw<(AppointmentRow & { requestHash: string | null })[]>`
+        SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = ${key}`;
       const r = rows[0];
       if (!r) return null;
       const { requestHash, ...row } = r;
@@ -228,20 +209,16 @@ export function createAppointmentsRepository(db: Db) {
      */
     async reschedule(id: string, startsAt: Date | null, lead: number | null): Promise<AppointmentRow | null> {
       const [rows] = await db.$transaction([
-        db.$queryRawUnsafe<AppointmentRow[]>(
-          `UPDATE appointments
-              SET starts_at = COALESCE($2::timestamptz, starts_at),
-                  remind_before_seconds = COALESCE($3::int, remind_before_seconds),
-                  remind_at = GREATEST(COALESCE($2::timestamptz, starts_at)
-                                       - make_interval(secs => COALESCE($3::int, remind_before_seconds)), now()),
-                  updated_at = now()
-            WHERE id = $1::uuid AND status = 'BOOKED'
-           RETURNING ${COLUMNS}`,
-          id,
-          startsAt,
-          lead,
-        ),
-        db.$executeRawUnsafe(WITHDRAW_REMINDERS, id, 'appointment moved before the reminder was delivered'),
+        db.$queryRaw<AppointmentRow[]>`
+          UPDATE appointments
+             SET starts_at = COALESCE(${startsAt}::timestamptz, starts_at),
+                 remind_before_seconds = COALESCE(${lead}::int, remind_before_seconds),
+                 remind_at = GREATEST(COALESCE(${startsAt}::timestamptz, starts_at)
+                                      - make_interval(secs => COALESCE(${lead}::int, remind_before_seconds)), now()),
+                 updated_at = now()
+           WHERE id = ${id}::uuid AND status = 'BOOKED'
+          RETURNING ${COLUMNS}`,
+        db.$executeRaw(withdrawReminders(id, 'appointment moved before the reminder was delivered')),
       ]);
       return rows[0] ?? null;
     },
@@ -249,13 +226,11 @@ export function createAppointmentsRepository(db: Db) {
     /** BOOKED -> CANCELLED, withdrawing undelivered reminders; null when it was not BOOKED. */
     async cancel(id: string): Promise<AppointmentRow | null> {
       const [rows] = await db.$transaction([
-        db.$queryRawUnsafe<AppointmentRow[]>(
-          `UPDATE appointments SET status = 'CANCELLED', cancelled_at = now(), updated_at = now()
-            WHERE id = $1::uuid AND status = 'BOOKED'
-           RETURNING ${COLUMNS}`,
-          id,
-        ),
-        db.$executeRawUnsafe(WITHDRAW_REMINDERS, id, 'appointment cancelled before the reminder was delivered'),
+        db.$queryRaw<AppointmentRow[]>`
+          UPDATE appointments SET status = 'CANCELLED', cancelled_at = now(), updated_at = now()
+           WHERE id = ${id}::uuid AND status = 'BOOKED'
+          RETURNING ${COLUMNS}`,
+        db.$executeRaw(withdrawReminders(id, 'appointment cancelled before the reminder was delivered')),
       ]);
       return rows[0] ?? null;
     },
@@ -294,21 +269,16 @@ export function createAppointmentsRepository(db: Db) {
      */
     async reminderStates(slots: readonly ReminderSlot[]): Promise<Map<string, ReminderState>> {
       if (slots.length === 0) return new Map();
-      const rows = await db.$queryRawUnsafe<(ReminderState & { key: string })[]>(
-        `SELECT s.key,
-                CASE WHEN n.id IS NULL THEN NULL ELSE jsonb_build_object(
-                  'id', n.id, 'status', n.status, 'live', n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL) END AS reminder,
-                CASE WHEN a.id IS NULL THEN NULL ELSE jsonb_build_object(
-                  'id', a.id, 'status', a.status, 'startsAt', a.starts_at, 'remindAt', a.remind_at,
-                  'sameSlot', floor(extract(epoch FROM a.starts_at) * 1000)::bigint = s.ms,
-                  'msToRemind', GREATEST(0, ceil(extract(epoch FROM a.remind_at - now()) * 1000))::int) END AS appointment
-           FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS s(id, ms, key)
-           LEFT JOIN appointments a ON a.id = s.id
-           LEFT JOIN notifications n ON n.dedupe_key = s.key`,
-        slots.map((x) => x.appointmentId),
-        slots.map((x) => x.startsAtMs),
-        slots.map(slotKey),
-      );
+      const rows = await db.$queryRaw<(ReminderState & { key: string })[]>`
+        SELECT s.key,
+               CASE WHEN n.id IS NULL THEN NULL ELSE jsonb_build_object('id', n.id, 'status', n.status, 'live', ${liveSql(Prisma.sql`n`)}) END AS reminder,
+               CASE WHEN a.id IS NULL THEN NULL ELSE jsonb_build_object(
+                 'id', a.id, 'status', a.status, 'startsAt', a.starts_at, 'remindAt', a.remind_at,
+                 'sameSlot', floor(extract(epoch FROM a.starts_at) * 1000)::bigint = s.ms,
+                 'msToRemind', GREATEST(0, ceil(extract(epoch FROM a.remind_at - now()) * 1000))::int) END AS appointment
+          FROM unnest(${slots.map((x) => x.appointmentId)}::uuid[], ${slots.map((x) => x.startsAtMs)}::bigint[], ${slots.map(slotKey)}::text[]) AS s(id, ms, key)
+          LEFT JOIN appointments a ON a.id = s.id
+          LEFT JOIN notifications n ON n.dedupe_key = s.key`;
       return new Map(
         rows.map(({ key, reminder, appointment }) => [
           key,
@@ -323,10 +293,9 @@ export function createAppointmentsRepository(db: Db) {
 
     /** The reminder row of one slot, if written; `live` unless it was withdrawn (CANCELLED, or withdrawn while being sent). */
     async findReminder(id: string, startsAtMs: number): Promise<{ id: string; status: NotificationStatus; live: boolean } | null> {
-      const rows = await db.$queryRawUnsafe<{ id: string; status: NotificationStatus; live: boolean }[]>(
-        `SELECT id, status::text AS status, status <> 'CANCELLED' AND withdrawn_at IS NULL AS live FROM notifications WHERE dedupe_key = $1`,
-        dedupeKey.appointmentReminder(id, startsAtMs),
-      );
+      const rows = await db.$queryRaw<{ id: string; status: NotificationStatus; live: boolean }[]>`
+        SELECT n.id, n.status::text AS status, ${liveSql(Prisma.sql`n`)} AS live
+          FROM notifications n WHERE n.dedupe_key = ${dedupeKey.appointmentReminder(id, startsAtMs)}`;
       return rows[0] ?? null;
     },
 
@@ -347,39 +316,30 @@ export function createAppointmentsRepository(db: Db) {
       after: { remindAt: Date; id: string } | null,
       limit: number,
     ) {
-      const unreminded = `($3::timestamptz IS NULL OR (a.remind_at, a.id) > ($3::timestamptz, $4::uuid))
-            AND NOT EXISTS (
-              SELECT 1 FROM notifications n
-               WHERE n.dedupe_key = ${dedupeKeySql.appointmentReminder('a.id', 'a.starts_at')}
-                 AND n.status <> 'CANCELLED' AND n.withdrawn_at IS NULL)`;
-      const columns = `a.id, a.remind_at AS "remindAt", a.starts_at AS "startsAt"`;
+      const unreminded = Prisma.sql`(${after?.remindAt ?? null}::timestamptz IS NULL OR (a.remind_at, a.id) > (${after?.remindAt ?? null}::timestamptz, ${after?.id ?? null}::uuid))
+            AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${HELD_SLOT_KEY} AND ${liveSql(Prisma.sql`n`)})`;
+      const columns = Prisma.sql`a.id, a.remind_at AS "remindAt", a.starts_at AS "startsAt"`;
+      const startWindow = Prisma.sql`make_interval(secs => ${w.afterStartSeconds}::int)`;
       // No parallel workers: the planner, guessing thousands of rows where a
       // few dozen come, starts two and waits some 35 ms for them (1 000 000
       // appointments of history: 60 ms a pass with them, 11 ms without).
       const [, rows] = await db.$transaction([
-        db.$executeRawUnsafe('SET LOCAL max_parallel_workers_per_gather = 0'),
-        db.$queryRawUnsafe<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>(
-          `(SELECT ${columns}, true AS overdue FROM appointments a
-           WHERE a.status = 'BOOKED' AND ${UNMARKED} AND a.starts_at > now() - make_interval(secs => $6::int)
-             AND a.remind_at < now() - make_interval(secs => $1::int)
-             -- Implied by the start (a remind time is at most the longest lead before it): bounds the index range.
-             AND a.remind_at > now() - make_interval(secs => $6::int + ${MAX_LEAD_SECONDS})
-             AND ${unreminded}
-           ORDER BY a.remind_at, a.id LIMIT $5)
-         UNION ALL
-         (SELECT ${columns}, false AS overdue FROM appointments a
-           WHERE a.status = 'BOOKED' AND a.remind_at > now() AND a.remind_at <= now() + make_interval(secs => $2::double precision / 1000)
-             AND ${unreminded}
-           ORDER BY a.remind_at, a.id LIMIT $5)
-         ORDER BY "remindAt", id
-         LIMIT $5`,
-          w.graceSeconds,
-          w.horizonMs,
-          after?.remindAt ?? null,
-          after?.id ?? null,
-          limit,
-          w.afterStartSeconds,
-        ),
+        db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`,
+        db.$queryRaw<{ id: string; remindAt: Date; startsAt: Date; overdue: boolean }[]>`
+          (SELECT ${columns}, true AS overdue FROM appointments a
+            WHERE a.status = 'BOOKED' AND ${UNMARKED} AND a.starts_at > now() - ${startWindow}
+              AND a.remind_at < now() - make_interval(secs => ${w.graceSeconds}::int)
+              -- Implied by the start (a remind time is at most the longest lead before it): bounds the index range.
+              AND a.remind_at > now() - make_interval(secs => ${w.afterStartSeconds}::int + ${MAX_LEAD_SECONDS})
+              AND ${unreminded}
+            ORDER BY a.remind_at, a.id LIMIT ${limit})
+          UNION ALL
+          (SELECT ${columns}, false AS overdue FROM appointments a
+            WHERE a.status = 'BOOKED' AND a.remind_at > now() AND a.remind_at <= now() + make_interval(secs => ${w.horizonMs}::double precision / 1000)
+              AND ${unreminded}
+            ORDER BY a.remind_at, a.id LIMIT ${limit})
+          ORDER BY "remindAt", id
+          LIMIT ${limit}`,
       ]);
       return rows;
     },

@@ -1,7 +1,7 @@
 // Request shapes of the appointments API, validated by zod at the edge.
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
-import { NOTIFICATION_STATUSES } from '../../core/outbox.js';
+import { NOTIFICATION_STATUSES } from '../../core/delivery/index.js';
 
 // An ISO-8601 instant with an explicit offset (Z or +hh:mm): a local time without
 // one would mean different instants on different servers.

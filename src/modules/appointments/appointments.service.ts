@@ -9,7 +9,7 @@ import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
 import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';

@@ -6,10 +6,9 @@ import { z } from 'zod';
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { gatherOrEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
-import type { NotificationStatus } from '../../core/outbox.js';
-import { NonRetryableError, type JobHandler, type Queue } from '../../queue/index.js';
+import type { Claim, Deliveries, NotificationRow, NotificationStatus } from '../../core/delivery/index.js';
+import { type Job, type JobContext, type JobHandler, type JobOutcome, NonRetryableError, type Queue } from '../../queue/index.js';
 import type { Notifier } from './notifier.js';
-import type { Claim, NotificationsRepository } from './notifications.repository.js';
 import { rowJobId } from '../../core/row-job-id.js';
 
 export const DELIVER_JOB = 'notification.deliver';
@@ -45,8 +44,8 @@ export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'n
   return queue.scheduleMany(ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode })));
 }
 
-export function notificationsJobHandlers(deps: {
-  repo: NotificationsRepository;
+type DeliveryDeps = {
+  deliveries: Deliveries;
   notifier: Notifier;
   queue: Queue;
   log: Logger;
@@ -54,123 +53,139 @@ export function notificationsJobHandlers(deps: {
   callTimeoutMs: number;
   /** A row SENDING for longer than this has lost its call's worker (the call's timeout plus a margin). */
   sendingStaleMs: number;
-}): Record<string, JobHandler> {
-  const { repo, notifier, log } = deps;
+};
+
+/**
+ * A delivery, in four steps: record an outcome an earlier delivery kept in
+ * the job (recordKept), or make sure the lease covers the call (leaseForCall),
+ * claim the row (the last look at it), call the receiver, and record what the
+ * call did (recordFailed, recordSent). The row's rules are the delivery
+ * room's (core/delivery/README.md).
+ */
+export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
+  const { deliveries, notifier, log } = deps;
   // Deliveries running at once share their claims and SENT marks: one
   // statement for those made in one event-loop turn, each row still judged
   // and recorded on its own (a row the statement cannot take fails alone).
   const claims = gatherOrEach<{ id: string; dueAt: Date }, Claim>(
-    (items) => repo.claimMany(items, deps.sendingStaleMs),
-    (item) => repo.claim(item.id, deps.sendingStaleMs, item),
+    (items) => deliveries.claimMany(items, deps.sendingStaleMs),
+    (item) => deliveries.claim(item.id, deps.sendingStaleMs, item),
     { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable },
   );
-  const sentMarks = gatherOrEach<string, boolean>(repo.markSentMany, repo.markSent, { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable });
+  const sentMarks = gatherOrEach<string, boolean>(deliveries.markSentMany, deliveries.markSent, { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable });
   /** Replaces the delivery's job (fencing this delivery) by one that only records `outcome`; false when Redis would not take it either. */
   const keep = (jobId: string, notificationId: string, outcome: KeptOutcome) =>
     deps.queue
       .schedule({ id: jobId, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId, ...outcome }, mode: 'upsert' })
       .then(() => true)
       .catch(() => false);
+
+  /**
+   * An outcome an earlier delivery could not record: handed back without
+   * using an attempt until it is recorded (it must not die with the job's
+   * attempts during a long database outage). A refusal ends in the dead set,
+   * as when it was recorded at once.
+   */
+  async function recordKept(notificationId: string, kept: KeptOutcome): Promise<void | JobOutcome> {
+    let status: NotificationStatus | null = null;
+    try {
+      if ('delivered' in kept) await sentMarks.submit(notificationId);
+      else status = await deliveries.recordFailure(notificationId, kept.refused, true, true);
+    } catch (err) {
+      log.error({ err, notificationId }, 'notification outcome still not recorded; trying again later');
+      return { retryInMs: deps.sendingStaleMs };
+    }
+    if (status === 'FAILED' && 'refused' in kept) throw new NonRetryableError(kept.refused);
+  }
+
+  /**
+   * Whether the lease covers the claim and the whole call (else another worker
+   * would take the job and call the receiver a second time beside us). It is
+   * renewed when what is left is short of the call's timeout plus half of the
+   * rest of a lease (the config keeps the call's timeout under half a lease,
+   * so a fresh claim needs no renewal), and on the last attempt, whose
+   * failure ends the row FAILED: the renewal finds this delivery replaced by
+   * a fresh one (a reminder taken back meanwhile), whose attempts decide.
+   * Never between the claim and the call: the claim is the last look at the row.
+   */
+  async function leaseForCall(job: Job, ctx: JobContext): Promise<boolean> {
+    const short = ctx.leaseLeftMs() < (ctx.leaseMs + deps.callTimeoutMs) / 2;
+    return !(short || job.lastAttempt) || ctx.extendLease();
+  }
+
+  /**
+   * The call failed: recorded (retry, FAILED, or CANCELLED if withdrawn
+   * meanwhile). A refusal the database would not take is kept in the job like
+   * a SENT mark: left SENDING, the row would be called again once its call
+   * looked stale.
+   */
+  async function recordFailed(job: Job, ctx: JobContext, n: NotificationRow, err: unknown): Promise<void | JobOutcome> {
+    const refused = err instanceof NonRetryableError;
+    const text = err instanceof Error ? err.message : String(err);
+    let status: NotificationStatus | null;
+    try {
+      status = await persistently(() => deliveries.recordFailure(n.id, text, refused || job.lastAttempt, refused), ctx);
+    } catch (dbErr) {
+      if (refused && (await keep(job.id, n.id, { refused: text.slice(0, 1_000) }))) {
+        log.error({ err: dbErr, notificationId: n.id }, 'notification refused but the refusal not recorded; recording it later');
+        return;
+      }
+      throw dbErr;
+    }
+    log.warn({ notificationId: n.id, attempts: job.attempts, status, error: text }, 'notification delivery failed');
+    if (status === 'CANCELLED') return; // withdrawn while we called: nothing left to retry
+    throw err;
+  }
+
+  /**
+   * The receiver has it: the record must say so. If the database stays away,
+   * the job is replaced (this delivery fenced) by one that only records SENT,
+   * so the row is neither called again nor ended CANCELLED as a call of
+   * unknown outcome if its subject withdraws it meanwhile. Only when Redis
+   * fails too does the job come back blind (no attempt used): it finds the
+   * row SENDING past its call and, the outcome unknown, sends once more.
+   */
+  async function recordSent(job: Job, ctx: JobContext, n: NotificationRow): Promise<void | JobOutcome> {
+    try {
+      await persistently(() => sentMarks.submit(n.id), ctx);
+    } catch (err) {
+      if (await keep(job.id, n.id, { delivered: true })) {
+        log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
+        return;
+      }
+      log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; trying again later');
+      return { retryInMs: deps.sendingStaleMs };
+    }
+  }
+
   return {
     [DELIVER_JOB]: async (job, ctx) => {
       const p = deliverPayload.safeParse(job.payload);
       if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      const { notificationId, delivered, refused: refusal } = p.data;
-      if (delivered || refusal !== undefined) {
-        // What it knows must not die with the job's attempts (a long database
-        // outage): handed back, no attempt used, until it is recorded.
-        let status: NotificationStatus | null = null;
-        try {
-          if (delivered) await sentMarks.submit(notificationId);
-          else status = await repo.recordFailure(notificationId, refusal!, true, true);
-        } catch (err) {
-          log.error({ err, notificationId }, 'notification outcome still not recorded; trying again later');
-          return { retryInMs: deps.sendingStaleMs };
-        }
-        // A refusal ends in the dead set, as when it was recorded at once (an operator may redrive it).
-        if (status === 'FAILED') throw new NonRetryableError(refusal!);
-        return;
-      }
-      // The claim and the whole call must fit in our lease, or another worker
-      // would take the job and call the receiver a second time beside us. It
-      // is renewed first when what is left of it is short of the call's
-      // timeout plus half of the rest of a lease for the claim (the config
-      // keeps the call's timeout under half a lease, so a fresh claim's lease
-      // needs no renewal: a Redis call saved per delivery), and on the last
-      // attempt, whose failure ends the row FAILED: the renewal is what finds
-      // this delivery replaced by a fresh one (a reminder taken back while
-      // this job waited), whose own attempts must decide (review of 8d4cf4d).
-      // Never between the claim and the call: the claim is the last look at
-      // the row (a cancel committed during a slow renewal must stop the
-      // call). A lease already lost: someone else has the job.
-      const short = ctx.leaseLeftMs() < (ctx.leaseMs + deps.callTimeoutMs) / 2;
-      if ((short || job.lastAttempt) && !(await ctx.extendLease())) return;
-      // A FAILED row is called again only after an operator's redrive,
-      // recorded in PostgreSQL (requestRedrive). Any other delivery that finds
-      // it FAILED is the one that failed it come back (Redis hung or lost its
-      // last writes; a busy hand-back refunded its attempt) or one that
-      // replaced it (a reminder taken back while its refused call ran): the
-      // receiver already refused it, so the job goes to the dead set, uncalled.
+      const { notificationId, delivered, refused } = p.data;
+      if (delivered) return recordKept(notificationId, { delivered });
+      if (refused !== undefined) return recordKept(notificationId, { refused });
+      if (!(await leaseForCall(job, ctx))) return; // lost: someone else has the job
       const c = await claims.submit({ id: notificationId, dueAt: new Date(job.dueAt) });
+      // FAILED is called again only after an operator's redrive (recorded in
+      // PostgreSQL): any other delivery finding it FAILED is the one that
+      // failed it come back, or one that replaced it; the receiver refused.
       if (c.kind === 'failed') throw new NonRetryableError(`notification ${notificationId} is FAILED; a redrive sends it again`);
-      // Never send twice, nor what its domain withdrew (a reminder of a cancelled or moved slot).
       if (c.kind === 'busy') return { retryInMs: c.inMs };
-      // A withdrawal lifted since the claim looked (the slot held again) left
-      // the row to this job: it looks again rather than end with it.
-      if (c.kind === 'withdrawn' && !(await repo.cancelWithdrawn(notificationId))) return { retryInMs: LOOK_AGAIN_MS };
+      // A withdrawal lifted since the claim looked (the slot held again) left the row to this job: it looks again.
+      if (c.kind === 'withdrawn' && !(await deliveries.cancelWithdrawn(notificationId))) return { retryInMs: LOOK_AGAIN_MS };
       if (c.kind !== 'claimed') return;
-      const n = c.row;
       try {
-        await notifier.send(n, ctx.signal);
+        await notifier.send(c.row, ctx.signal);
       } catch (err) {
-        // Cut off by our own side (shutdown's grace ended; the signal is
-        // shutdown's, a lost lease does not abort a call): whether the call
-        // reached the receiver is unknown, so nothing is recorded. The row
-        // stays SENDING; the delivery that comes next waits out the call and
-        // sends once more (the receiver drops a repeat by its
-        // Idempotency-Key), rather than a FAILED that may be untrue.
+        // Cut off by our own side (shutdown's grace ended): whether the call
+        // reached the receiver is unknown, so nothing is recorded; the next
+        // delivery waits out the call and sends once more (the receiver drops
+        // a repeat by its Idempotency-Key) rather than record an untrue FAILED.
         if (ctx.signal.aborted) throw err;
-        const refused = err instanceof NonRetryableError;
-        const final = refused || job.lastAttempt;
-        const text = err instanceof Error ? err.message : String(err);
-        let status: NotificationStatus | null;
-        try {
-          status = await persistently(() => repo.recordFailure(n.id, text, final, refused), ctx);
-        } catch (dbErr) {
-          // A refusal is final: kept in the job like a SENT mark, or the row,
-          // left SENDING, would be called again once its call looked stale
-          // (notifications soak seed 302744025: a 400 during a database outage,
-          // called again 5.6 s later). A failure to retry anyway needs no keeping.
-          if (refused && (await keep(job.id, n.id, { refused: text.slice(0, 1_000) }))) {
-            log.error({ err: dbErr, notificationId: n.id }, 'notification refused but the refusal not recorded; recording it later');
-            return;
-          }
-          throw dbErr;
-        }
-        log.warn({ notificationId: n.id, attempts: job.attempts, status, error: text }, 'notification delivery failed');
-        // Withdrawn while we called: nothing left to retry.
-        if (status === 'CANCELLED') return;
-        throw err;
+        return recordFailed(job, ctx, c.row, err);
       }
-      // The receiver has it: the record must say so. If the database stays
-      // away (or a write fails as shutdown's grace ends), what this delivery
-      // knows must outlive it: its job is replaced (this delivery fenced;
-      // whatever state the job is in: the receiver took this notification) by
-      // one that only records SENT, so the row is neither called again nor,
-      // if its subject withdraws it meanwhile, ended CANCELLED as a call of
-      // unknown outcome. Only when Redis fails too (or loses that write) does
-      // the job come back blind (no attempt used): it finds the row SENDING
-      // past its call and, its outcome unknown, sends once more.
-      try {
-        await persistently(() => sentMarks.submit(n.id), ctx);
-      } catch (err) {
-        if (await keep(job.id, n.id, { delivered: true })) {
-          log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
-          return;
-        }
-        log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; trying again later');
-        return { retryInMs: deps.sendingStaleMs };
-      }
+      return recordSent(job, ctx, c.row);
     },
   };
 }

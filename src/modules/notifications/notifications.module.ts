@@ -6,7 +6,7 @@ import type { Db } from '../../core/db.js';
 import { httpOf } from '../../core/http/route.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
-import type { NotificationDispatch, NotificationKind } from '../../core/outbox.js';
+import { type NotificationDispatch, type NotificationKind, createDeliveries } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
 import { DELIVER_JOB, notificationIdOf, notificationsJobHandlers, scheduleDeliveries } from './notifications.jobs.js';
@@ -55,8 +55,10 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
   const notifier = deps.notifier ?? configuredNotifier(config, log);
   log.info({ notifier: notifier.name }, 'notification delivery');
   const repo = createNotificationsRepository(deps.db);
+  const deliveries = createDeliveries(deps.db);
   const relay = createNotificationsRelay({
     repo,
+    deliveries,
     queue,
     log,
     everyMs: config.NOTIFY_RELAY_INTERVAL_SECONDS * 1_000,
@@ -80,7 +82,7 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     ...httpOf(notificationsRoutes(repo)),
     queue,
     handlers: notificationsJobHandlers({
-      repo,
+      deliveries,
       notifier,
       queue,
       log,
@@ -90,8 +92,8 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     periodic: [relay.job],
     // Only for delivery jobs: the relay's periodic job has no row.
     redrives: {
-      record: (jobIds) => repo.requestRedrive(rowsOf(jobIds), true),
-      undo: (jobIds) => repo.requestRedrive(rowsOf(jobIds), false),
+      record: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), true),
+      undo: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), false),
     },
     dispatch,
     relay,

@@ -4,6 +4,7 @@
 // record the outcome (its workers crashed on every attempt, or the database
 // was down when the last attempt failed): FAILED, or CANCELLED when their
 // subject withdrew them, instead of PENDING for ever.
+import type { Deliveries } from '../../core/delivery/index.js';
 import { forEachPage } from '../../core/keyset.js';
 import type { Logger } from '../../core/logger.js';
 import type { PeriodicJob, Queue } from '../../queue/index.js';
@@ -19,6 +20,7 @@ const PAGE = 1_000;
 
 export function createNotificationsRelay(d: {
   repo: NotificationsRepository;
+  deliveries: Deliveries;
   queue: Queue;
   log: Logger;
   everyMs: number;
@@ -36,7 +38,7 @@ export function createNotificationsRelay(d: {
           page.map((x) => x.id),
         );
         handed += r.filter((x) => x.status === 'created').length;
-        abandoned += await d.repo.markAbandoned(
+        abandoned += await d.deliveries.markAbandoned(
           page.filter((_, i) => r[i]?.status === 'dead').map((x) => x.id),
           d.sendingStaleSeconds,
         );

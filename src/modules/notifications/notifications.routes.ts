@@ -1,7 +1,8 @@
 // GET /notifications?orderId=|appointmentId=|batchId= : the outbox rows of one subject.
 import { z } from 'zod';
 import { HTTP_ERRORS, route, type RouteTable } from '../../core/http/route.js';
-import type { NotificationRow, NotificationsRepository } from './notifications.repository.js';
+import type { NotificationRow } from '../../core/delivery/index.js';
+import type { NotificationsRepository } from './notifications.repository.js';
 import { type NotificationJson, notificationFilterSchema, notificationJsonSchema } from './notifications.schemas.js';
 
 export function notificationsRoutes(repo: NotificationsRepository): RouteTable {

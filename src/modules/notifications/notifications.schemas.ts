@@ -1,6 +1,6 @@
 // Request and answer shapes of GET /notifications, validated by zod at the edge.
 import { z } from 'zod';
-import { NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from '../../core/outbox.js';
+import { NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from '../../core/delivery/index.js';
 
 /** Exactly one subject, a UUID. */
 export const notificationFilterSchema = z.union([

@@ -5,7 +5,7 @@
 // each pass small whatever the backlog of future orders.
 import { forEachPage } from '../../core/keyset.js';
 import type { Logger } from '../../core/logger.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import type { PeriodicJob, Queue } from '../../queue/index.js';
 import type { OrdersRepository } from './orders.repository.js';
 import { EXPIRE_JOB, expireJobId, expirePayload } from './orders.service.js';

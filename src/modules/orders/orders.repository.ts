@@ -2,7 +2,7 @@
 // judged by the database clock (now()); a count of 0 means "already settled".
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
-import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import { dedupeKeySql, deliveriesDeleteSql, deliveriesSettledSql, deliveryInsertSql } from '../../core/delivery/index.js';
 import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
@@ -11,8 +11,9 @@ export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 const PURGE_ORDERS: PurgeStatement = {
   table: 'orders',
   key: 'created_at',
-  terminal: (cutoff) => `t.status <> 'UNPAID' AND coalesce(t.paid_at, t.cancelled_at) < ${cutoff} AND ${outboxSettledSql('order_id', 't.id', cutoff)}`,
-  alsoDelete: [outboxDeleteSql('order_id', 'c')],
+  terminal: (cutoff) =>
+    Prisma.sql`t.status <> 'UNPAID' AND coalesce(t.paid_at, t.cancelled_at) < ${cutoff} AND ${deliveriesSettledSql('order_id', Prisma.sql`t.id`, cutoff)}`,
+  alsoDelete: [deliveriesDeleteSql('order_id', Prisma.sql`c`)],
 };
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
 
@@ -96,16 +97,14 @@ function toRow(o: RawOrder): OrderRow {
 }
 
 /** The cancelling statement, shared by the expiry handler, the customer and the reconciliation pass. */
-const CANCELLED_NOTICE = Prisma.raw(
-  outboxInsertSql({
-    kind: 'ORDER_CANCELLED',
-    from: 'c',
-    dedupeKey: dedupeKeySql.orderCancelled('c.id'),
-    subject: { column: 'order_id', value: 'c.id' },
-    payload: `jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', c.cancel_reason::text,
-                                 'totalCents', c.total_cents, 'currency', c.currency)`,
-  }),
-);
+const CANCELLED_NOTICE = deliveryInsertSql({
+  kind: 'ORDER_CANCELLED',
+  from: Prisma.sql`c`,
+  dedupeKey: dedupeKeySql.orderCancelled(Prisma.sql`c.id`),
+  subject: { column: 'order_id', value: Prisma.sql`c.id` },
+  payload: Prisma.sql`jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', c.cancel_reason::text,
+                                         'totalCents', c.total_cents, 'currency', c.currency)`,
+});
 
 /**
  * The cancelling CTEs: `c` the orders it cancelled, `n` their new outbox rows.

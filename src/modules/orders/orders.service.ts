@@ -8,7 +8,7 @@ import { gatherSchedules } from '../../core/module-queue.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
 import { afterCommit } from '../../core/redis-call.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import type { Queue } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
 import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';

@@ -9,7 +9,7 @@ import type { Background, ServiceModule } from '../../core/module.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
 import { type RetentionConfig, createRetentionJob, retentionJobType } from '../../core/retention.js';
 import { RECONCILE_JOB, createParcelsReconcile } from './parcels.reconcile.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { batcherPrefix, createBatcher, createBatchFlusher } from '../../queue/index.js';
 import { createParcelsRepository } from './parcels.repository.js';
 import { parcelsRoutes } from './parcels.routes.js';

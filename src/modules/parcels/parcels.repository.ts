@@ -2,15 +2,16 @@
 // Redis; a batch is committed in one statement that attaches only parcels not
 // yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
-import { dedupeKeySql, outboxDeleteSql, outboxInsertSql, outboxSettledSql } from '../../core/outbox.js';
+import { dedupeKeySql, deliveriesDeleteSql, deliveriesSettledSql, deliveryInsertSql } from '../../core/delivery/index.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { type PurgeStatement, purgeOf } from '../../core/retention.js';
 
 /** Retention's statement: batches by creation, with their parcels and the sorters' notifications. */
 const PURGE_BATCHES: PurgeStatement = {
   table: 'batches',
   key: 'created_at',
-  terminal: (cutoff) => outboxSettledSql('batch_id', 't.id', cutoff),
-  alsoDelete: ['DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)', outboxDeleteSql('batch_id', 'c')],
+  terminal: (cutoff) => deliveriesSettledSql('batch_id', Prisma.sql`t.id`, cutoff),
+  alsoDelete: [Prisma.sql`DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)`, deliveriesDeleteSql('batch_id', Prisma.sql`c`)],
 };
 
 export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
@@ -40,14 +41,14 @@ export type CommittedBatch = { batchId: string; attached: number; trackingNos: s
 export type LeftParcel = { trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
 
 /** The sorters' notice of each new batch `b`, sent to its area's sorter contact. */
-const DISPATCHED_NOTICE = outboxInsertSql({
+const DISPATCHED_NOTICE = deliveryInsertSql({
   kind: 'BATCH_DISPATCHED',
-  from: 'b JOIN areas a ON a.code = b.area_code',
-  dedupeKey: dedupeKeySql.batchDispatched('b.id'),
-  subject: { column: 'batch_id', value: 'b.id' },
-  recipient: 'a.sorter_contact',
-  payload: `jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
-                               'reason', b.reason::text, 'parcels', b.parcel_count)`,
+  from: Prisma.sql`b JOIN areas a ON a.code = b.area_code`,
+  dedupeKey: dedupeKeySql.batchDispatched(Prisma.sql`b.id`),
+  subject: { column: 'batch_id', value: Prisma.sql`b.id` },
+  recipient: Prisma.sql`a.sorter_contact`,
+  payload: Prisma.sql`jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
+                                         'reason', b.reason::text, 'parcels', b.parcel_count)`,
 });
 
 /** A row of the batch commit's answer: a batch made, its notice, or one of the parcels it judged (ok: its batch was made). */
@@ -64,8 +65,9 @@ type CommitRow = {
   ok: boolean | null;
 };
 
-const COMMIT_BATCHES = `WITH input AS (
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(batch_id, area_code, tracking_no)
+function commitBatchesSql(ids: string[], areas: string[], tracking: string[], reason: 'FULL' | 'TIMEOUT', maxWaitMs: number, batchSize: number): Prisma.Sql {
+  return Prisma.sql`WITH input AS (
+     SELECT * FROM unnest(${ids}::uuid[], ${areas}::text[], ${tracking}::text[]) AS t(batch_id, area_code, tracking_no)
       ORDER BY tracking_no, batch_id
    ), found AS (
      -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
@@ -89,12 +91,12 @@ const COMMIT_BATCHES = `WITH input AS (
    ), judged AS (
      -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
      SELECT counted.*,
-            CASE $4::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => $5::double precision / 1000) AND n <= $6::int
-                          ELSE n = $6::int END AS ok
+            CASE ${reason}::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => ${maxWaitMs}::double precision / 1000) AND n <= ${batchSize}::int
+                          ELSE n = ${batchSize}::int END AS ok
        FROM counted
    ), b AS (
      INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-     SELECT j.batch_id, a.code, a.vehicle_plate, $4::"BatchReason", j.n, now()
+     SELECT j.batch_id, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.n, now()
        FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
        JOIN areas a ON a.code = j.area_code
      RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
@@ -115,11 +117,12 @@ const COMMIT_BATCHES = `WITH input AS (
    SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
    UNION ALL
    SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
-          CASE $4::text WHEN 'TIMEOUT'
-            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => $5::double precision / 1000) - now()) * 1000))::bigint
+          CASE ${reason}::text WHEN 'TIMEOUT'
+            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => ${maxWaitMs}::double precision / 1000) - now()) * 1000))::bigint
             ELSE 0 END,
           j.ok
      FROM judged j`;
+}
 
 /**
  * The batch commit's statement (commitBatches) and its parameters. Every step
@@ -134,7 +137,7 @@ export function commitBatchesQuery(
   batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],
   reason: 'FULL' | 'TIMEOUT',
   rule: { maxWaitMs: number; batchSize: number },
-): { sql: string; params: unknown[]; parcels: number } {
+): { sql: Prisma.Sql; parcels: number } {
   const ids: string[] = [];
   const areas: string[] = [];
   const tracking: string[] = [];
@@ -145,10 +148,10 @@ export function commitBatchesQuery(
       tracking.push(t);
     }
   }
-  return { sql: COMMIT_BATCHES, params: [ids, areas, tracking, reason, rule.maxWaitMs, rule.batchSize], parcels: tracking.length };
+  return { sql: commitBatchesSql(ids, areas, tracking, reason, rule.maxWaitMs, rule.batchSize), parcels: tracking.length };
 }
 
-const PARCEL_COLUMNS = `tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
+const PARCEL_COLUMNS = Prisma.sql`tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
   batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
 
 export function createParcelsRepository(db: Db) {
@@ -179,20 +182,17 @@ export function createParcelsRepository(db: Db) {
      */
     async insertParcels(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<ParcelRow[]> {
       if (parcels.length === 0) return [];
-      return db.$queryRawUnsafe<ParcelRow[]>(
-        // One row per tracking number (its first of a known area), inserted in
-        // tracking-number order: two statements sharing parcels wait for each
-        // other in one order, never in a cycle (a deadlock).
-        `INSERT INTO parcels (tracking_no, area_code, created_at)
-         SELECT DISTINCT ON (t.tracking_no) t.tracking_no, a.code, now()
-           FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(tracking_no, area_code, n)
-           JOIN areas a ON a.code = t.area_code
-          ORDER BY t.tracking_no, t.n
-         ON CONFLICT (tracking_no) DO NOTHING
-         RETURNING ${PARCEL_COLUMNS}`,
-        parcels.map((p) => p.trackingNo),
-        parcels.map((p) => p.areaCode),
-      );
+      // One row per tracking number (its first of a known area), inserted in
+      // tracking-number order: two statements sharing parcels wait for each
+      // other in one order, never in a cycle (a deadlock).
+      return db.$queryRaw<ParcelRow[]>`
+        INSERT INTO parcels (tracking_no, area_code, created_at)
+        SELECT DISTINCT ON (t.tracking_no) t.tracking_no, a.code, now()
+          FROM unnest(${parcels.map((p) => p.trackingNo)}::text[], ${parcels.map((p) => p.areaCode)}::text[]) WITH ORDINALITY AS t(tracking_no, area_code, n)
+          JOIN areas a ON a.code = t.area_code
+         ORDER BY t.tracking_no, t.n
+        ON CONFLICT (tracking_no) DO NOTHING
+        RETURNING ${PARCEL_COLUMNS}`;
     },
 
     async findParcel(trackingNo: string): Promise<ParcelRow | null> {
@@ -202,7 +202,7 @@ export function createParcelsRepository(db: Db) {
     /** The parcels of these tracking numbers that exist (in no particular order). */
     async findParcels(trackingNos: readonly string[]): Promise<ParcelRow[]> {
       if (trackingNos.length === 0) return [];
-      return db.$queryRawUnsafe<ParcelRow[]>(`SELECT ${PARCEL_COLUMNS} FROM parcels WHERE tracking_no = ANY($1::text[])`, [...trackingNos]);
+      return db.$queryRaw<ParcelRow[]>`SELECT ${PARCEL_COLUMNS} FROM parcels WHERE tracking_no = ANY(${[...trackingNos]}::text[])`;
     },
 
     /**
@@ -224,7 +224,7 @@ export function createParcelsRepository(db: Db) {
     ): Promise<{ committed: CommittedBatch[]; left: LeftParcel[] }> {
       const q = commitBatchesQuery(batches, reason, rule);
       if (q.parcels === 0) return { committed: [], left: [] };
-      const rows = await db.$queryRawUnsafe<CommitRow[]>(q.sql, ...q.params);
+      const rows = await db.$queryRaw<CommitRow[]>(q.sql);
       const made: { batchId: string; attached: number; createdAt: Date }[] = [];
       const notices = new Map<string, string>();
       const members = new Map<string, string[]>();
@@ -267,13 +267,10 @@ export function createParcelsRepository(db: Db) {
 
     /** WAITING parcels older than `olderThanMs`, oldest first, a bounded number. */
     listOverdue(olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string }[]> {
-      return db.$queryRawUnsafe(
-        `SELECT tracking_no AS "trackingNo", area_code AS "areaCode" FROM parcels
-          WHERE status = 'WAITING' AND created_at < now() - make_interval(secs => $1::double precision / 1000)
-          ORDER BY created_at, tracking_no LIMIT $2`,
-        olderThanMs,
-        limit,
-      );
+      return db.$queryRaw<{ trackingNo: string; areaCode: string }[]>`
+        SELECT tracking_no AS "trackingNo", area_code AS "areaCode" FROM parcels
+         WHERE status = 'WAITING' AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
+         ORDER BY created_at, tracking_no LIMIT ${limit}`;
     },
 
     /**
@@ -287,17 +284,13 @@ export function createParcelsRepository(db: Db) {
 
     /** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */
     async listRecentWaiting(youngerThanMs: number, olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string; arrivedAt: number }[]> {
-      const rows = await db.$queryRawUnsafe<{ trackingNo: string; areaCode: string; arrivedMs: bigint }[]>(
-        `SELECT tracking_no AS "trackingNo", area_code AS "areaCode", floor(extract(epoch FROM created_at) * 1000)::bigint AS "arrivedMs"
-           FROM parcels
-          WHERE status = 'WAITING'
-            AND created_at >= now() - make_interval(secs => $1::double precision / 1000)
-            AND created_at < now() - make_interval(secs => $2::double precision / 1000)
-          ORDER BY created_at, tracking_no LIMIT $3`,
-        youngerThanMs,
-        olderThanMs,
-        limit,
-      );
+      const rows = await db.$queryRaw<{ trackingNo: string; areaCode: string; arrivedMs: bigint }[]>`
+        SELECT tracking_no AS "trackingNo", area_code AS "areaCode", floor(extract(epoch FROM created_at) * 1000)::bigint AS "arrivedMs"
+          FROM parcels
+         WHERE status = 'WAITING'
+           AND created_at >= now() - make_interval(secs => ${youngerThanMs}::double precision / 1000)
+           AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
+         ORDER BY created_at, tracking_no LIMIT ${limit}`;
       return rows.map((r) => ({ trackingNo: r.trackingNo, areaCode: r.areaCode, arrivedAt: Number(r.arrivedMs) }));
     },
   };

@@ -6,7 +6,7 @@ import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { AppError } from '../../core/errors.js';
 import { createGatherer, gatherOrEach } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
-import type { NotificationDispatch } from '../../core/outbox.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { Batcher, DueBatch, TakenItem } from '../../queue/index.js';
 import type { CommittedBatch, LeftParcel, ParcelRow, ParcelsRepository } from './parcels.repository.js';

@@ -6,9 +6,9 @@
 // notifications sent on it by the index of sends, never the whole history.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../core/db.js';
-import { NOTIFICATION_STATUSES, type NotificationKind } from '../../core/outbox.js';
+import { NOTIFICATION_STATUSES, type NotificationKind } from '../../core/delivery/index.js';
 
-/** The reminders' kind, spelled by the outbox's list (core/outbox.ts). */
+/** The reminders' kind, spelled by the outbox's list (core/delivery/contract.ts). */
 const REMINDER_KIND = Prisma.raw(`'${'APPOINTMENT_REMINDER' satisfies NotificationKind}'`);
 
 export type DailyFigures = {

@@ -1,0 +1,80 @@
+// The delivery row's contract: its kinds, statuses and subjects, the dedupe
+// key of each business event (in TypeScript and as SQL over columns), the
+// row's shape, and the port a domain calls to hand committed rows to delivery.
+// The statements that change a row are the other files of this folder.
+import { Prisma } from '../../generated/prisma/client.js';
+
+export const NOTIFICATION_KINDS = ['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED'] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/**
+ * PENDING: to be sent; SENDING: a delivery is calling the receiver; SENT: the
+ * receiver took it; FAILED: given up after the last attempt, or refused (a
+ * redrive sends it again); CANCELLED: withdrawn by its domain before it could
+ * be sent. The whole life is drawn in README.md beside this file.
+ */
+export const NOTIFICATION_STATUSES = ['PENDING', 'SENDING', 'SENT', 'FAILED', 'CANCELLED'] as const;
+export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
+
+/** The subject column of a row: what business object it announces. */
+export type DeliverySubject = 'order_id' | 'appointment_id' | 'batch_id';
+
+/** The dedupe key of each kind's row: one per business event (a unique index holds it). */
+export const dedupeKey = {
+  orderCancelled: (orderId: string) => `order-cancelled:${orderId}`,
+  /** One reminder per slot: the appointment and the start it was written for. */
+  appointmentReminder: (appointmentId: string, startsAtMs: number) => `appointment-reminder:${appointmentId}:${startsAtMs}`,
+  batchDispatched: (batchId: string) => `batch-dispatched:${batchId}`,
+} as const;
+
+/**
+ * The same keys as SQL over column expressions of the caller's statement, for
+ * statements that write or find many rows at once
+ * (test/integration/outbox.test.ts holds the two forms together).
+ */
+export const dedupeKeySql = {
+  orderCancelled: (orderId: Prisma.Sql) => Prisma.sql`'order-cancelled:' || ${orderId}`,
+  appointmentReminder: (appointmentId: Prisma.Sql, startsAt: Prisma.Sql) =>
+    Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint`,
+  batchDispatched: (batchId: Prisma.Sql) => Prisma.sql`'batch-dispatched:' || ${batchId}`,
+} as const;
+
+/** SQL: the row `n` is live, still to be delivered or delivered: neither CANCELLED nor withdrawn. */
+export const liveSql = (n: Prisma.Sql): Prisma.Sql => Prisma.sql`(${n}.status <> 'CANCELLED' AND ${n}.withdrawn_at IS NULL)`;
+
+export type NotificationRow = {
+  id: string;
+  kind: string;
+  status: NotificationStatus;
+  orderId: string | null;
+  appointmentId: string | null;
+  batchId: string | null;
+  channel: string | null;
+  recipient: string | null;
+  payload: unknown;
+  attempts: number;
+  lastError: string | null;
+  createdAt: Date;
+  sentAt: Date | null;
+};
+
+/** The columns of a NotificationRow, for the statements that answer rows. */
+export const ROW_COLUMNS = Prisma.sql`id, kind::text AS kind, status::text AS status, order_id AS "orderId",
+  appointment_id AS "appointmentId", batch_id AS "batchId", channel::text AS channel, recipient, payload, attempts,
+  last_error AS "lastError", created_at AS "createdAt", sent_at AS "sentAt"`;
+
+/**
+ * Hands committed rows to delivery. Best effort: a row it misses (Redis down,
+ * crash right after the commit) is picked up by the relay pass.
+ */
+export type NotificationDispatch = (notificationIds: readonly string[], options?: DispatchOptions) => Promise<void>;
+
+export type DispatchOptions = {
+  /**
+   * A fresh delivery from its first attempt, replacing whatever delivery job
+   * exists (dead, waiting out an old backoff, or in flight: fenced): for a row
+   * taken back after a withdrawal. Not best effort: it throws when the job
+   * could not be scheduled (the relay cannot replace a dead job).
+   */
+  readonly fresh?: boolean;
+};

@@ -1,0 +1,48 @@
+// Withdrawn: the subject gave up what its undelivered rows announce (a
+// reminder's appointment cancelled, or moved to another slot), so no call of
+// them may start from now on.
+//
+// One statement over the subject's rows, run in the transaction of the
+// business change and after it: in READ COMMITTED a statement sees what
+// committed before it started, so a writer of a row that held the subject's
+// lock when the change started (and commits while the change waits for it) is
+// seen here; a CTE of the changing statement would miss that row and leave it
+// to be delivered for something given up. Writers coming after the change
+// wait for the subject's lock, then find it gone.
+//
+// Guard: rows of `kind` of the subjects in `from`, not withdrawn yet, still
+// PENDING, FAILED or SENDING, other than the one `from` says is still held.
+// - PENDING, and FAILED given up -> CANCELLED with `reason` (a FAILED one
+//   CANCELLED, so the event held again starts afresh: take-back.ts);
+// - SENDING: a call is running and cannot be called back: only marked
+//   withdrawn; its outcome decides (settle: SENT if the receiver took it,
+//   CANCELLED if the call failed);
+// - refused (FAILED by the receiver's refusal): stays FAILED, marked
+//   withdrawn: holding the event again must not call it again, only an
+//   operator's redrive does.
+// Lock order: the subject row (the caller's change), then its delivery rows.
+// Returns the number of rows withdrawn.
+import { Prisma } from '../../generated/prisma/client.js';
+import type { DeliverySubject, NotificationKind } from './contract.js';
+
+export type Withdrawal = {
+  kind: NotificationKind;
+  subject: DeliverySubject;
+  /**
+   * The subjects, as a FROM item aliased `s` with columns `id` (the subject)
+   * and `kept_key` (the dedupe key of the one row still held, NULL when none is).
+   */
+  from: Prisma.Sql;
+  reason: string;
+};
+
+export function withdrawSql(o: Withdrawal): Prisma.Sql {
+  return Prisma.sql`UPDATE notifications n
+      SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)::"NotificationStatus",
+          last_error = CASE WHEN n.status = 'SENDING' OR n.refused THEN n.last_error ELSE ${o.reason} END,
+          withdrawn_at = now()
+     FROM ${o.from}
+    WHERE n.${Prisma.raw(o.subject)} = s.id AND n.kind = ${o.kind}::"NotificationKind"
+      AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
+      AND (s.kept_key IS NULL OR n.dedupe_key <> s.kept_key)`;
+}
