@@ -79,7 +79,7 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   // Its commits run side by side: while some wait for a slow WAL flush, the
   // next due batch still starts at once on another connection (with 2, the
   // parcel load test saw batches formed up to ~350 ms late while commits took
-  // that long and 5 were pending; measured 2026-11-22).
+  // that long and 5 were pending).
   let flushDb = db;
   if (config.DATABASE_URL && role !== 'api') {
     const own = createDb(databaseUrl, FLUSH_POOL_SIZE, 2);

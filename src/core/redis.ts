@@ -177,7 +177,7 @@ function open(t: RedisTarget, connectionName: string, lazyConnect: boolean): Red
  * meanwhile is lost, so waiting for READONLY is not enough. Only +switch-master
  * messages naming this master count: ioredis' own failoverDetector reconnects
  * on any of them, so every failover of another master watched by the same
- * sentinels would cut every connection of the service (found by the Sentinel suite).
+ * sentinels would cut every connection of the service.
  */
 function followSwitch(client: Redis, sentinels: readonly { host: string; port: number }[], name: string): void {
   const watchers = sentinels.map(({ host, port }) => {

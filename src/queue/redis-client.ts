@@ -19,8 +19,7 @@ export function masters(redis: RedisClient): Redis[] {
  * subscribes again on every 'ready' (startWakeSubscriber does): ioredis' own
  * re-subscription is off, as it leaves its SUBSCRIBE's promise unhandled, and
  * a connection that drops again before the answer (Redis restarting) rejected
- * it and ended the process (found by the orders model-based suite, 2026-11-23:
- * both workers died on one Redis restart). A cluster client re-subscribes
+ * it and ended the process (both workers died on one Redis restart). A cluster client re-subscribes
  * through its own subscriber node, handling the answer.
  */
 export function subscriberOf(redis: RedisClient): RedisClient {

@@ -11,8 +11,7 @@
 //   entry, which its next take drops (the commit only batches unbatched parcels).
 //   Parcels younger than REGROUP_MIN_AGE_MS are left alone: their intake may
 //   still be adding them (put back under it, its own add would find them
-//   taken and add them again, a stale entry made without any fault; found by
-//   the parcels model-based suite).
+//   taken and add them again, a stale entry made without any fault).
 import type { Logger } from '../../core/logger.js';
 import type { Batcher, PeriodicJob, TakenItem } from '../../queue/index.js';
 import type { ParcelsRepository } from './parcels.repository.js';

@@ -131,7 +131,7 @@ function commitBatchesSql(ids: string[], areas: string[], tracking: string[], re
  * rows of three kinds, put together in commitBatches. Joins of the
  * statement's own CTEs, which the planner takes for one row each, ran as
  * nested loops whose cost grew with the square of a call's size
- * (BENCHMARKS.md, parcel intake, 2026-11-26).
+ * (BENCHMARKS.md, parcel intake).
  */
 export function commitBatchesQuery(
   batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],

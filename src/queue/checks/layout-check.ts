@@ -1,6 +1,6 @@
 // Refuses to run over queue data it would misread, naming what to do instead:
-// data written before the due buckets (2026-11-23: one due ZSET per shard,
-// `dq:{q:s}:due`, and records without a due time), and data written with
+// data written before the due buckets (one due ZSET per shard, `dq:{q:s}:due`,
+// and records without a due time), and data written with
 // another shard count (QUEUE_SHARDS), which this build would look for in the
 // wrong shards.
 import { shardCountKey } from '../keys.js';
@@ -34,7 +34,7 @@ export async function checkQueueLayout(redis: RedisClient, queues: readonly Queu
   const found = shards.filter((_, i) => old[i]).map((k) => k.jobs.slice(0, k.jobs.lastIndexOf(':')));
   if (found.length === 0) return;
   throw new QueueLayoutError(
-    `Redis holds queue data of the layout before the due buckets (2026-11-23) under ${found.join(', ')}; this build cannot read it. ` +
+    `Redis holds queue data of the layout before the due buckets under ${found.join(', ')}; this build cannot read it. ` +
       'Let the previous build run these queues empty, or delete those keys (<prefix>:{<queue>:<shard>}:*) and start again: ' +
       'the reconciliation passes schedule every order expiry, reminder and notification again from PostgreSQL ' +
       '(attempt counts and dead letters kept only in Redis are lost).',
