@@ -1,6 +1,7 @@
 // Benchmark settings from the environment, read once. Job counts are the
 // issue's figures times BENCH_SCALE so a short run (0.05) finishes in about a minute.
 import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../src/config.js';
 
 export const SCENARIOS = ['enqueue', 'memory', 'claim1', 'claim50', 'lateness1', 'lateness4'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -30,7 +31,7 @@ export type BenchConfig = {
   readonly chunk: number;
   /** Enqueue chunks in flight at once (default 1: each chunk awaited before the next). */
   readonly enqueueInFlight: number;
-  /** Write BENCHMARKS.md (default yes). */
+  /** Write bench/HISTORY.md and, for a full-size run, BENCHMARKS.md's current figures (default yes). */
   readonly writeReport: boolean;
   /** Unique per run: every key this run writes carries it. */
   readonly runTag: string;
@@ -53,6 +54,18 @@ function num(raw: string | undefined, fallback: number, what: string): number {
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${what} must be a positive number: ${raw}`);
   return n;
+}
+
+/**
+ * Whether our queue keeps job records in record groups: BENCH_RECORD_GROUPS=1
+ * or 0, or else the service's own default (QUEUE_RECORD_GROUPS in
+ * src/config.ts), so the figures describe the layout the service ships.
+ */
+export function benchRecordGroups(env: NodeJS.ProcessEnv = process.env): boolean {
+  const raw = env.BENCH_RECORD_GROUPS;
+  if (raw === '1' || raw === '0') return raw === '1';
+  if (raw !== undefined && raw !== '') throw new Error(`BENCH_RECORD_GROUPS must be 0 or 1: ${raw}`);
+  return loadConfig({}).QUEUE_RECORD_GROUPS === '1';
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {

@@ -2,7 +2,7 @@
 // itself, with API and workers in one process as `npm start` runs them, on a
 // fresh database of the local PostgreSQL and a queue prefix of its own on the
 // local Redis. Prints one JSON document on stdout and inserts a section into
-// BENCHMARKS.md under "# End-to-end benchmark".
+// bench/HISTORY.md under "# End-to-end benchmark".
 //
 // Scenarios (issue 15's figures):
 // - expiry stream: orders created through POST /orders at BENCH_E2E_RATE a
@@ -31,7 +31,7 @@
 //   BENCH_E2E_OVERDUE=100000   orders of the drain, and appointments of the reminder drain
 //   BENCH_E2E_SCENARIOS=stream,drain,reminders,reminderDrain  which scenarios run
 //   BENCH_E2E_CONNECTIONS=50   connections of the load generator
-//   BENCH_WRITE=0              do not touch BENCHMARKS.md
+//   BENCH_WRITE=0              do not touch bench/HISTORY.md
 //   BENCH_PG_URL, REDIS_URL, BENCH_DB_POOL, BENCH_SERVICE_LOG_LEVEL as in bench:http
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';

@@ -26,7 +26,7 @@
 // BENCH_HISTORY_DB=<name> (measure a database kept by an earlier run instead of loading one; the sizes are read from it).
 // The sizes: BENCH_HISTORY_ORDERS=10000000 BENCH_HISTORY_APPOINTMENTS=5000000 BENCH_HISTORY_NOTIFICATIONS=20000000
 // (about 40 minutes of loading here).
-// Prints JSON on stdout; writes a section into BENCHMARKS.md unless BENCH_WRITE=0.
+// Prints JSON on stdout; writes a section into bench/HISTORY.md unless BENCH_WRITE=0.
 import { randomBytes } from 'node:crypto';
 import { createDb } from '../src/core/db.js';
 import { dedupeKeySql } from '../src/core/delivery/index.js';

@@ -9,7 +9,7 @@
 //   routers  helmet + 8 routers of 5 routes mounted before the answering one
 //            (the service has 39 routes in its route tables)
 // The service's own CPU per request (bench:parcels) less this floor is what
-// its own work costs. Prints JSON; records nothing (BENCHMARKS.md quotes it).
+// its own work costs. Prints JSON; records nothing (bench/HISTORY.md quotes it).
 //
 // Run: `npm run bench:floor`. Knobs: BENCH_FLOOR_STACKS (comma-separated, in
 // order; default every stack, twice, alternating), BENCH_DURATION_S=10.

@@ -2,7 +2,7 @@
 // (http.bench.ts, parcels.bench.ts): environment knobs, a fresh PostgreSQL
 // database per run, the service as a child process (`node --import tsx
 // src/main.ts all`) with a /readyz wait, autocannon and its summary, machine
-// facts, one section of BENCHMARKS.md under its own heading and marker, and the
+// facts, one section of bench/HISTORY.md under its own heading and marker, and the
 // run's own Redis keys deleted by SCAN + DEL (never FLUSHDB/FLUSHALL).
 import { apiKeyStore } from '../src/core/auth/api-keys.js';
 import { SCOPES } from '../src/core/auth/scopes.js';
@@ -59,7 +59,8 @@ export const autocannon = createRequire(import.meta.url)('autocannon') as (opts:
 
 // ---------------------------------------------------------------- settings and small helpers
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const REPORT_FILE = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
+/** The dated runs of every benchmark (BENCHMARKS.md keeps only the current figures: current-figures.ts). */
+export const REPORT_FILE = fileURLToPath(new URL('./HISTORY.md', import.meta.url));
 export const DEFAULT_PG_ADMIN_URL = 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -298,12 +299,12 @@ export function machineLines(m: Machine): string[] {
   return [`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB RAM, ${m.os}`, `- Node ${m.node}, ${m.postgres.split(' on ')[0]}, Redis ${m.redis}`];
 }
 
-// ---------------------------------------------------------------- BENCHMARKS.md
+// ---------------------------------------------------------------- bench/HISTORY.md
 /**
  * Inserts `section` right below `marker`; when the marker is absent, appends
  * `heading`, the intro lines and the marker at the end of the file first.
  *
- * How the writers of BENCHMARKS.md coexist: the queue benchmark (report.ts)
+ * How the writers of bench/HISTORY.md coexist: the queue benchmark (report.ts)
  * inserts right after its own marker and keeps the rest verbatim (it writes
  * its header only into a file without the marker), so every other part lives
  * after the queue runs. Each HTTP-driven benchmark only ever inserts right after its own

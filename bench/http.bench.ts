@@ -2,13 +2,14 @@
 // driven by autocannon against the real service, started as a separate process
 // (`node --import tsx src/main.ts all`) on a fresh PostgreSQL database and its
 // own Redis key prefix. Prints one JSON document on stdout (progress goes to
-// stderr) and inserts a section into BENCHMARKS.md under "# HTTP API benchmark".
+// stderr) and inserts a section into bench/HISTORY.md under "# HTTP API benchmark" and
+// replaces its rows of BENCHMARKS.md's current figures.
 //
 // Run: `npm run bench:http`. Needs PostgreSQL (trust auth) and Redis locally.
 // Knobs (environment):
 //   BENCH_DURATION_S=10        seconds per measured scenario
 //   BENCH_WARMUP_S=2           seconds of POST /orders before measuring
-//   BENCH_WRITE=0              do not touch BENCHMARKS.md
+//   BENCH_WRITE=0              do not touch bench/HISTORY.md nor BENCHMARKS.md
 //   BENCH_CONNECTIONS=10,50    connections of the POST /orders scenarios
 //   BENCH_PAY_CONNECTIONS=10,50  connections of the pay scenarios
 //   BENCH_PAY_ORDERS=20000     unpaid orders made ready for the pay scenarios (split among them)
@@ -22,9 +23,11 @@
 // Teardown always runs: SIGTERM to the service, DROP DATABASE ... WITH (FORCE),
 // SCAN + DEL of the run's own Redis keys (never FLUSHDB/FLUSHALL).
 // The parts shared with parcels.bench.ts (database, service process, autocannon
-// summary, machine facts, BENCHMARKS.md writer, key cleanup) are in http-harness.ts.
+// summary, machine facts, bench/HISTORY.md writer, key cleanup) are in http-harness.ts.
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
+import { loadConfig } from '../src/config.js';
+import { type CurrentRow, benchCommit, layoutName, updateCurrentFigures } from './current-figures.js';
 import {
   type AcOptions,
   type AcResult,
@@ -163,6 +166,23 @@ export function markdownSection(date: string, machine: Machine, scenarios: Scena
   }
   if (notes.length) lines.push('', ...notes.map((n) => `- ${n}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** The service's record layout, which this bench does not set: the default of src/config.ts. */
+const SERVICE_LAYOUT = layoutName(loadConfig({}).QUEUE_RECORD_GROUPS === '1');
+
+/** This bench's rows of BENCHMARKS.md's current figures: each scenario at 50 connections. */
+function currentRows(date: string, machine: Machine, scenarios: readonly Scenario[]): CurrentRow[] {
+  return scenarios
+    .filter((s) => s.connections === 50)
+    .map((s) => ({
+      figure: `HTTP ${s.name}, 50 connections: requests/s (p99 ms)`,
+      ours: `${fmt(s.requestsPerSecMean)} (${fmt(s.latencyMs.p99)})`,
+      layout: SERVICE_LAYOUT,
+      measured: `${date.slice(0, 10)}, ${machine.cpu.replace(/\(R\)/g, '').replace(/ Processor$/, '')}, ${machine.cores} cores`,
+      commit: benchCommit(),
+      command: '`npm run bench:http`',
+    }));
 }
 
 /**
@@ -307,8 +327,11 @@ async function main(): Promise<void> {
       allNon2xxZero: bad.length === 0,
     };
     process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-    if (cfg.write) log(`wrote ${writeSection(markdownSection(date, machine, scenarios, notes))}`);
-    else log('BENCH_WRITE=0: BENCHMARKS.md left alone');
+    if (cfg.write) {
+      log(`wrote ${writeSection(markdownSection(date, machine, scenarios, notes))}`);
+      // Only a full-length run stands for the current figures.
+      if (cfg.durationS >= 10) log(`wrote ${updateCurrentFigures(currentRows(date, machine, scenarios))}`);
+    } else log('BENCH_WRITE=0: bench/HISTORY.md and BENCHMARKS.md left alone');
     if (bad.length) process.exitCode = 1;
   } finally {
     await run.cleanup();

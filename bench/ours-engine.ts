@@ -4,6 +4,7 @@
 import { Redis } from 'ioredis';
 import { createQueue } from '../src/queue/producer/queue.js';
 import { createWorker } from '../src/queue/consumer/worker.js';
+import { benchRecordGroups } from './bench-config.js';
 import { type BenchQueue, type QueueIds, type WorkerHooks, businessId } from './bench-engine.js';
 import { PAYLOAD, dropKeys, keysStorage } from './bench-util.js';
 
@@ -11,8 +12,8 @@ const connect = (url: string, name: string) => new Redis(url, { connectionName: 
 
 export function openOurs(redisUrl: string, ids: QueueIds): BenchQueue {
   const redis = connect(redisUrl, 'bench-ours-producer');
-  // Record groups on unless BENCH_RECORD_GROUPS=0 (the one-HASH layout, the service's default in this release).
-  const queue = createQueue(redis, { name: ids.name, prefix: ids.prefix, types: { noop: {} }, recordGroups: process.env.BENCH_RECORD_GROUPS !== '0' });
+  // The service's default record layout unless BENCH_RECORD_GROUPS says otherwise.
+  const queue = createQueue(redis, { name: ids.name, prefix: ids.prefix, types: { noop: {} }, recordGroups: benchRecordGroups() });
   const workerConnections: Redis[] = [];
 
   async function prepareWorker(concurrency: number, hooks: WorkerHooks) {

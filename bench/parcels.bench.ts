@@ -14,7 +14,7 @@
 //      from /proc: the PostgreSQL server's and the service process's (when they
 //      run on this machine).
 // Prints one JSON document on stdout (progress on stderr) and inserts a section
-// into BENCHMARKS.md under "# Parcel intake benchmark".
+// into bench/HISTORY.md under "# Parcel intake benchmark".
 //
 // Run: `npm run bench:parcels`. Needs Redis and PostgreSQL (trust auth) locally.
 // Knobs (environment):
@@ -26,7 +26,7 @@
 //   BENCH_BATCH_CONNECTIONS=4  HTTP path: POST /parcels/batch connections (1 000 parcels a request; 0: none)
 //   BENCH_DB_POOL=10           DATABASE_POOL_SIZE of the service
 //   BENCH_ONLY=lua|http        run one path only
-//   BENCH_WRITE=0              do not touch BENCHMARKS.md
+//   BENCH_WRITE=0              do not touch bench/HISTORY.md
 //   BENCH_PG_URL               admin URL (default postgresql://postgres@127.0.0.1:5432/postgres)
 //   REDIS_URL                  default redis://127.0.0.1:6379
 //   BENCH_SERVICE_LOG_LEVEL    LOG_LEVEL of the service (default warn); its logs go to stderr
@@ -680,7 +680,7 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     if (cfg.write) log(`wrote ${writeSection(markdownSection(date, machine, lua, http, notes))}`);
-    else log('BENCH_WRITE=0: BENCHMARKS.md left alone');
+    else log('BENCH_WRITE=0: bench/HISTORY.md left alone');
     if (failed) process.exitCode = 1;
   } finally {
     await run.cleanup();

@@ -2,18 +2,19 @@
 // (BullMQ on the same Redis; pg-boss and graphile-worker on the local
 // PostgreSQL): enqueue rate, storage per pending job, claim + ack throughput
 // and lateness.
-// Prints one JSON document on stdout and prepends a section to BENCHMARKS.md.
-// Settings: see bench-config.ts (BENCH_SCALE, BENCH_ONLY, BENCH_SCENARIOS, BENCH_WRITE).
+// Prints one JSON document on stdout, prepends a section to bench/HISTORY.md and,
+// for a full-size run, replaces the queue's rows of BENCHMARKS.md's current figures.
+// Settings: see bench-config.ts (BENCH_SCALE, BENCH_ONLY, BENCH_SCENARIOS, BENCH_RECORD_GROUPS, BENCH_WRITE).
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { type BenchConfig, ENGINES, type EngineName, type Scenario, readConfig } from './bench-config.js';
+import { type BenchConfig, ENGINES, type EngineName, type Scenario, benchRecordGroups, readConfig } from './bench-config.js';
 import type { BenchQueue } from './bench-engine.js';
 import { infoField, log, round } from './bench-util.js';
 import { postgresVersion } from './pg-util.js';
 import { measureLateness } from './lateness.js';
 import { openEngine, queueIds } from './open-engine.js';
-import { sectionFor, writeReport } from './report.js';
+import { writeRun } from './report.js';
 import type { EngineResults, RunMeta, RunResults } from './results.js';
 import { enqueueDelays, measureClaim, measureEnqueue } from './throughput.js';
 
@@ -164,7 +165,7 @@ async function main(): Promise<void> {
     ratiosOursOver: ratiosOf(results),
   };
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-  if (cfg.writeReport) log(`wrote ${writeReport(sectionFor(meta, results))}`);
+  if (cfg.writeReport) log(`wrote ${writeRun(meta, results, benchRecordGroups()).join(', ')}`);
   await admin.quit();
 }
 

@@ -1,16 +1,18 @@
-// Turns one run's results into a markdown section and prepends it to
-// BENCHMARKS.md at the repo root, below the header the file already has.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+// Turns one run's results into a markdown section and prepends it to the queue
+// part of bench/HISTORY.md, below the header that part already has; and into
+// the queue's rows of BENCHMARKS.md's current-figures table (current-figures.ts).
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ENGINES, ENGINE_LABEL, type EngineName } from './bench-config.js';
+import { type CurrentRow, benchCommit, layoutName, updateCurrentFigures } from './current-figures.js';
 import type { RunResults, RunMeta } from './results.js';
 
-const FILE = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
+const FILE = fileURLToPath(new URL('./HISTORY.md', import.meta.url));
 const MARKER = '<!-- runs: newest first; `npm run bench` inserts each run below this line -->';
 
-// Only for a BENCHMARKS.md without the marker: the file's own text above the
+// Only for a bench/HISTORY.md without the marker: the file's own text above the
 // marker (method, how to read the figures) is kept as it is.
-const HEADER = `# Benchmarks: our delay queue and its peers
+const HEADER = `# Queue benchmark (\`npm run bench\`): our delay queue and its peers
 
 How to run: \`npm run bench\` (Redis at \`REDIS_URL\`, PostgreSQL at \`BENCH_DATABASE_URL\`).
 
@@ -96,11 +98,56 @@ export function sectionFor(meta: RunMeta, results: RunResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-export function writeReport(section: string): string {
-  const old = existsSync(FILE) ? readFileSync(FILE, 'utf8') : '';
+export function writeReport(section: string, file = FILE): string {
+  const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const at = old.indexOf(MARKER);
   const head = at >= 0 ? old.slice(0, at + MARKER.length) : HEADER.trimEnd();
   const runs = at >= 0 ? old.slice(at + MARKER.length).replace(/^\n+/, '') : old;
-  writeFileSync(FILE, `${head}\n\n${section}${runs ? `\n${runs}` : ''}`);
-  return FILE;
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${head}\n\n${section}${runs ? `\n${runs}` : ''}`);
+  renameSync(tmp, file);
+  return file;
+}
+
+/** The queue benchmark's figures in the current-figures table (their keys: these labels and the layout). */
+export const QUEUE_FIGURES = {
+  enqueue: 'Enqueue, delayed jobs/s',
+  storage: 'Storage per pending job: MEMORY USAGE of keys, or tables with indexes (B)',
+  claim50: 'Claim + ack, concurrency 50 (jobs/s)',
+  claim1: 'Claim + ack, concurrency 1 (jobs/s)',
+  lateness1: 'Wake-up lateness, 1 process x c50, p99 / max (ms)',
+  lateness4: 'Wake-up lateness, 4 processes x c50, p99 / max (ms)',
+} as const;
+
+/** A full-size run's rows of the current-figures table; none for a scaled-down run (not comparable). */
+export function currentRows(meta: RunMeta, results: RunResults, recordGroups: boolean, commit = benchCommit()): CurrentRow[] {
+  if (meta.scale !== 1) return [];
+  const measured = `${meta.date.slice(0, 10)}, ${meta.machine.cpu.replace(/\(R\)/g, '').replace(/ Processor$/, '')}, ${meta.machine.cores} cores`;
+  const base = { layout: layoutName(recordGroups), measured, commit, command: '`npm run bench`' };
+  const one = (get: (r: RunResults[EngineName]) => number | undefined) => {
+    const v = (e: EngineName) => (results[e] === undefined ? undefined : fmt(get(results[e])));
+    return { ours: v('ours') ?? '—', bullmq: v('bullmq'), pgBoss: v('pgboss'), graphile: v('graphile') };
+  };
+  const pair = (key: 'lateness1' | 'lateness4') => {
+    const v = (e: EngineName) => (results[e] === undefined ? undefined : `${fmt(lat(key, 'p99')(results[e]))} / ${fmt(lat(key, 'max')(results[e]))}`);
+    return { ours: v('ours') ?? '—', bullmq: v('bullmq'), pgBoss: v('pgboss'), graphile: v('graphile') };
+  };
+  const rows: CurrentRow[] = [
+    { figure: QUEUE_FIGURES.enqueue, ...one((r) => ok(r?.enqueue)?.jobsPerSec), ...base },
+    { figure: QUEUE_FIGURES.storage, ...one((r) => ok(r?.memory)?.keyBytesPerJob), ...base },
+    { figure: QUEUE_FIGURES.claim50, ...one((r) => ok(r?.claim50)?.jobsPerSec), ...base },
+    { figure: QUEUE_FIGURES.claim1, ...one((r) => ok(r?.claim1)?.jobsPerSec), ...base },
+    { figure: QUEUE_FIGURES.lateness1, ...pair('lateness1'), ...base },
+    { figure: QUEUE_FIGURES.lateness4, ...pair('lateness4'), ...base },
+  ];
+  // A figure this run did not measure (BENCH_SCENARIOS) keeps its row.
+  return rows.filter((r) => r.ours !== '—' && !r.ours.startsWith('— /'));
+}
+
+/** Writes the run's section to the history and its rows to BENCHMARKS.md; returns the files written. */
+export function writeRun(meta: RunMeta, results: RunResults, recordGroups: boolean): string[] {
+  const files = [writeReport(sectionFor(meta, results))];
+  const rows = currentRows(meta, results, recordGroups);
+  if (rows.length) files.push(updateCurrentFigures(rows));
+  return files;
 }

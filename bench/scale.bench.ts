@@ -2,14 +2,14 @@
 // 1, 2 and 4 worker processes, on one Redis (REDIS_URL) and on a 3-master
 // Redis Cluster this script starts from the installed redis-server (loopback,
 // no persistence, removed afterwards). Prints one JSON document on stdout and
-// inserts a section into BENCHMARKS.md under "# Scale-out benchmark".
+// inserts a section into bench/HISTORY.md under "# Scale-out benchmark".
 //
 // Run: `npm run bench:scale`. Knobs (environment):
 //   BENCH_SCALE=1            multiplies the job counts (0.1 for a quick run)
 //   BENCH_PROCESSES=1,2,4    worker process counts
 //   BENCH_TARGETS=single,cluster
 //   BENCH_SHARDS=4           queue shards (job id hash mod shards), on both targets
-//   BENCH_WRITE=0            do not touch BENCHMARKS.md
+//   BENCH_WRITE=0            do not touch bench/HISTORY.md
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
     const m = machineLines(machine).filter((l) => !l.startsWith('- Node'));
     m.push(`- Node ${machine.node}, Redis ${machine.redis}`);
     writeMarkedSection(section(rows, m), { heading: HEADING, intro, marker: MARKER });
-    log('BENCHMARKS.md updated');
+    log('bench/HISTORY.md updated');
   }
 }
 

@@ -26,14 +26,17 @@
 // default size; only its own keys, in the database of REDIS_URL and in
 // BENCH_SIZE_SMALL_DB, deleted afterwards). Knobs:
 // BENCH_SIZE_PENDING, BENCH_SIZE_BASE, BENCH_SIZE_OVERDUE, BENCH_SIZE_CLAIM=50000, BENCH_SIZE_ROUNDS=5, BENCH_SIZE_SMALL_DB=1,
-// BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_RECORD_GROUPS=0 (job
-// records in one HASH per shard, the service's default in this release), BENCH_WRITE=0. Prints JSON on stdout; writes a section into BENCHMARKS.md.
+// BENCH_SIZE_SERVICE=1000000, BENCH_SIZE_PARTS=engine,service (either), BENCH_RECORD_GROUPS=0|1 (job
+// records in one HASH per shard or in record groups; unset: the service's default), BENCH_WRITE=0. Prints JSON
+// on stdout; writes a section into bench/HISTORY.md and its rows of BENCHMARKS.md's current figures.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { REMIND_JOB, remindJobId, remindPayload } from '../src/modules/appointments/appointments.service.js';
 import { EXPIRE_JOB, expireJobId, expirePayload } from '../src/modules/orders/orders.service.js';
 import { createQueue } from '../src/queue/producer/queue.js';
 import type { ScheduleInput } from '../src/queue/index.js';
+import { benchRecordGroups } from './bench-config.js';
+import { type CurrentRow, benchCommit, layoutName, updateCurrentFigures } from './current-figures.js';
 import { openOurs } from './ours-engine.js';
 import { dropKeys, infoField, keysStorage, redisCpuSeconds, round, timed, usedMemory } from './bench-util.js';
 import { DEFAULT_REDIS_URL, fmt, machineInfo, machineLines, makeLog, num, redisVersion, sleep, writeMarkedSection } from './http-harness.js';
@@ -48,8 +51,8 @@ const cfg = {
   smallDb: Math.floor(num('BENCH_SIZE_SMALL_DB', 1)),
   parts: (process.env.BENCH_SIZE_PARTS ?? 'engine,service').split(','),
   write: process.env.BENCH_WRITE !== '0',
-  /** Job records in the record groups (lua/lib/records.lua), or in one HASH per shard with BENCH_RECORD_GROUPS=0. */
-  recordGroups: process.env.BENCH_RECORD_GROUPS !== '0',
+  /** Job records in the record groups (lua/lib/records.lua) or in one HASH per shard: BENCH_RECORD_GROUPS, else the service's default. */
+  recordGroups: benchRecordGroups(),
   redisUrl: process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
 };
 const CHUNK = 1_000;
@@ -169,7 +172,7 @@ function summariseRounds(rounds: readonly Round[], phase: 'enqueue' | 'claim') {
 }
 
 /** The engine at size: bytes per job with cfg.pending in one shard, enqueue and claim against cfg.base (paired rounds), the stats read. */
-async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }> {
+async function engine(admin: Redis): Promise<{ figures: object; rows: string[]; current: Omit<CurrentRow, 'measured' | 'commit'>[] }> {
   if (new URL(cfg.redisUrl).pathname === `/${cfg.smallDb}`) throw new Error('BENCH_SIZE_SMALL_DB must differ from the database of REDIS_URL');
   const large = sizeQueue(cfg.redisUrl, admin);
   const { q } = large;
@@ -206,6 +209,12 @@ async function engine(admin: Redis): Promise<{ figures: object; rows: string[] }
       `| ${what}, ${sizes} | ${fmt(x.small.perSec)} / ${fmt(x.large.perSec)} (${x.ratio}; rounds ${x.roundRatios.min}-${x.roundRatios.max}) | within 20 % | ${within(x.ratio)} |`;
     return {
       figures: { rounds, enqueue, claim, memory, statsPending, statsOverdue },
+      current: [
+        { figure: `Bytes per pending job, ${fmt(cfg.pending)} in one shard (used_memory delta)`, ours: `${memory.usedMemoryBytesPerJob}` },
+        { figure: `Enqueue at ${fmt(cfg.pending)} pending over at ${fmt(cfg.base)} (median ratio)`, ours: `${enqueue.ratio}` },
+        { figure: `Claim + ack at ${fmt(cfg.pending)} pending over at ${fmt(cfg.base)} (median ratio)`, ours: `${claim.ratio}` },
+        { figure: `Queue stats with ${fmt(cfg.overdue)} overdue, max (ms)`, ours: `${statsOverdue.maxMs}` },
+      ].map((r) => ({ ...r, layout: layoutName(cfg.recordGroups), command: '`npm run bench:size`' })),
       rows: [
         `| Bytes per pending job with ${fmt(cfg.pending)} in one shard: used_memory delta / MEMORY USAGE of keys (${fmt(memory.keys)} keys) | ${memory.usedMemoryBytesPerJob} / ${memory.keyBytesPerJob} B | ≤ 160 B (goal 120) | ${memory.usedMemoryBytesPerJob <= 160 ? 'yes' : 'no'} |`,
         rateRow('Enqueue, delayed jobs/s', enqueue),
@@ -303,6 +312,11 @@ async function main(): Promise<void> {
       ].join('\n');
       const intro = ['How to run: `npm run bench:size` (Redis at `REDIS_URL`, about 2 GiB at the default size); knobs at the top of `bench/size.bench.ts`.'];
       log(`wrote ${writeMarkedSection(section, { heading: '# Engine at size', intro, marker: '<!-- size runs: newest first -->' })}`);
+      const m = result.machine;
+      const measured = `${date.slice(0, 10)}, ${m.cpu.replace(/\(R\)/g, '').replace(/ Processor$/, '')}, ${m.cores} cores`;
+      const current = (engineRun?.current ?? []).map((r) => ({ ...r, measured, commit: benchCommit() }));
+      // Only the default size stands for the current figures (a smaller run names other figures).
+      if (current.length && cfg.pending >= 10_000_000) log(`wrote ${updateCurrentFigures(current)}`);
     }
   } finally {
     admin.disconnect();
