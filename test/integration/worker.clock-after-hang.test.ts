@@ -10,7 +10,7 @@ import { createRedis, type RedisClient } from '../../src/core/redis.js';
 import { createQueue, type Queue } from '../../src/queue/producer/queue.js';
 import type { QueueLogger } from '../../src/queue/types.js';
 import { createWorker, type Worker } from '../../src/queue/consumer/worker.js';
-import { SCRIPTS } from '../../src/queue/scripts/scripts.js';
+import { SCRIPTS } from '../../src/queue/scripts/registry.js';
 import { redisNowMs, sleep, uniqueQueueName, waitFor } from '../helpers/redis.js';
 import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js';
 

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../src/core/redis.js';
 import { createQueue, type Queue, type ScheduleInput } from '../../src/queue/producer/queue.js';
-import { runAck, runClaim, runNack, runRedrive, runRelease } from '../../src/queue/scripts/scripts.js';
+import { runRedrive } from '../../src/queue/scripts/admin-scripts.js';
+import { runAck, runClaim, runNack, runRelease } from '../../src/queue/scripts/scripts.js';
 import { BUCKET_MAX, dueBuckets, dueIndexProblems, pendingJobs } from '../helpers/due-index.js';
 import { dropQueue, redisClient, redisNowMs, uniqueQueueName } from '../helpers/redis.js';
 

@@ -1,9 +1,9 @@
-// The Lua scripts' KEYS are declared once, in src/queue/scripts/scripts.ts:
+// The Lua scripts' KEYS are declared once, in src/queue/scripts/registry.ts:
 // each script's header must list the same keys, under the same names, in the
 // same order, and every script takes its keys in the one order of KEY_ORDER
 // (a key count or order restated by hand would silently shift KEYS into ARGV).
 import { describe, expect, it } from 'vitest';
-import { KEY_ORDER, SCRIPTS, type ScriptName, readLua } from '../../src/queue/scripts/scripts.js';
+import { KEY_ORDER, SCRIPTS, type ScriptName, readLua } from '../../src/queue/scripts/registry.js';
 
 const headerKeys = (lua: string) => [...lua.matchAll(/^KEYS\[(\d+)\]\s+(\S+)/gm)].map((m) => ({ index: Number(m[1]), name: m[2] }));
 

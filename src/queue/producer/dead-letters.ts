@@ -1,11 +1,62 @@
-// Paging through a queue's dead jobs across shards, oldest death first, with
-// an opaque keyset cursor ("shard:diedAt:id" of the last job returned), so a
-// page never repeats or skips a job while others die or are redriven.
-import { QueueErrorCode, QueueInputError } from '../errors.js';
+// A queue's dead jobs: redrive (one, or the oldest of every shard), delete,
+// trim past the retention, and paging through them across shards, oldest
+// death first, with an opaque keyset cursor ("shard:diedAt:id" of the last job
+// returned), so a page never repeats or skips a job while others die or are
+// redriven.
+import { QueueErrorCode, QueueInputError, invalidOptions } from '../errors.js';
 import { type ShardKeys, shardOf } from '../keys.js';
 import type { JobInfo } from '../types.js';
 import type { RedisClient } from '../redis-client.js';
-import { invalidOptions } from '../errors.js';
+import { runDeleteDead, runRedrive, runTrimDead } from '../scripts/admin-scripts.js';
+import type { QueueSetup } from './queue-options.js';
+import { checkId } from './schedule-input.js';
+
+/** A dead job stays at least this long whatever the count (a relay must be able to see it die). */
+const DEAD_MIN_AGE_MS = 10 * 60_000;
+/** Dead jobs removed per trim call, and calls per shard per trim: a sweep stays short. */
+const TRIM_CALL = 1_000;
+const TRIM_CALLS = 10;
+
+/** `get` is the queue's lookup: a listed job is shown as a lookup shows it. */
+export function createDeadLetters(q: QueueSetup, get: (id: string) => Promise<JobInfo | null>) {
+  const { redis, keys, keysOf, deadRetention } = q;
+
+  async function redrive(id: string): Promise<boolean> {
+    checkId(id);
+    return (await runRedrive(redis, keysOf(id), { id })) === 1;
+  }
+
+  /** Redrive up to `max` of the oldest dead jobs per shard. */
+  async function redriveAll(max = 1_000): Promise<number> {
+    const counts = await Promise.all(keys.map((k) => runRedrive(redis, k, { max })));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** One page of dead jobs, oldest death first, across shards. */
+  function listDead(cursor: string | null, limit = 50): Promise<{ jobs: JobInfo[]; next: string | null }> {
+    return listDeadPage({ redis, keys, get }, cursor, limit);
+  }
+
+  /** Removes dead jobs past the retention (a bounded number per shard); returns how many. */
+  async function trimDead(): Promise<number> {
+    let removed = 0;
+    for (const k of keys) {
+      for (let i = 0; i < TRIM_CALLS; i++) {
+        const n = await runTrimDead(redis, k, deadRetention.maxAgeMs, deadRetention.maxCount, TRIM_CALL, DEAD_MIN_AGE_MS);
+        removed += n;
+        if (n < TRIM_CALL) break;
+      }
+    }
+    return removed;
+  }
+
+  async function deleteDead(id: string): Promise<boolean> {
+    checkId(id);
+    return (await runDeleteDead(redis, keysOf(id), [id])) === 1;
+  }
+
+  return { redrive, redriveAll, listDead, trimDead, deleteDead };
+}
 
 export async function listDeadPage(
   q: { redis: RedisClient; keys: readonly ShardKeys[]; get(id: string): Promise<JobInfo | null> },

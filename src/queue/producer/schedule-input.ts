@@ -4,7 +4,7 @@
 // QueueInputError with a stable code.
 import type { JobTypeOptions } from '../types.js';
 import { QueueErrorCode, QueueInputError, invalidOptions } from '../errors.js';
-import { ScheduleCode, type ScheduleHeader, type ScheduleItem } from '../scripts/scripts.js';
+import { ScheduleCode, type ScheduleHeader, type ScheduleItem } from '../scripts/schedule-scripts.js';
 
 export type ScheduleMode = 'upsert' | 'nx' | 'xx' | 'pending';
 export type When = { readonly at: number | Date } | { readonly delayMs: number };

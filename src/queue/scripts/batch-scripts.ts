@@ -1,6 +1,7 @@
 // Typed wrappers of the batcher's Lua scripts (lua/batcher/*.lua).
 import type { BatcherShardKeys } from '../keys.js';
-import { call, type RedisClient } from './scripts.js';
+import type { RedisClient } from '../redis-client.js';
+import { call } from './registry.js';
 
 export type TakenItem = { item: string; arrivedAt: number };
 

@@ -1,7 +1,8 @@
 // Typed wrapper of the rate limiter's Lua script (lua/limits/gcra.lua); the
 // limiter itself (fail-open, gathering a turn's decisions) is core/rate-limit.ts.
 import { rateBucketKey } from '../keys.js';
-import { call, type RedisClient } from './scripts.js';
+import type { RedisClient } from '../redis-client.js';
+import { call } from './registry.js';
 
 /** A rate-limit decision: 't' take (admit and record), 'c' check (would it admit?, records nothing). */
 export type RateDecision = 't' | 'c';

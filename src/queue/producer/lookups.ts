@@ -1,0 +1,77 @@
+// Reading a queue without changing it: one job by id, and the counts per
+// shard and in total, each shard read by one script call.
+import type { JobInfo, JobState, QueueStats } from '../types.js';
+import { type JobRecord, parseRecord } from '../record.js';
+import { runInspect, runStats } from '../scripts/admin-scripts.js';
+import { type QueueSetup, maxAttemptsOf } from './queue-options.js';
+import { checkId, decodePayload } from './schedule-input.js';
+
+export function createLookups(q: QueueSetup) {
+  const { redis, name, keys, keysOf } = q;
+
+  async function get(id: string): Promise<JobInfo | null> {
+    checkId(id);
+    const r = await runInspect(redis, keysOf(id), id);
+    if (r.record === null) return null;
+    const state: JobState = r.diedAt !== null ? 'dead' : r.leaseUntil !== null ? 'in_flight' : 'pending';
+    let rec: JobRecord;
+    let payload: unknown;
+    try {
+      rec = parseRecord(r.record);
+      payload = decodePayload(rec.payload);
+    } catch {
+      // A record a claim parked as corrupt (or a payload that is not JSON) is
+      // shown as its raw text: a lookup and the dead-letter listing must still
+      // answer, so an operator can see it and delete it.
+      const times = { dueAt: r.dueAt, leaseUntil: r.leaseUntil, diedAt: r.diedAt, lastError: r.lastError };
+      return { id, state, type: '', payload: r.record, attempts: 0, maxAttempts: 0, ...times };
+    }
+    return {
+      id,
+      state,
+      type: rec.type,
+      payload,
+      attempts: rec.attempts,
+      maxAttempts: maxAttemptsOf(q.types, rec.type, rec.maxAttempts),
+      dueAt: r.dueAt,
+      leaseUntil: r.leaseUntil,
+      diedAt: r.diedAt,
+      lastError: r.lastError,
+    };
+  }
+
+  async function shardStats(): Promise<QueueStats[]> {
+    return Promise.all(
+      keys.map(async (k, shard) => {
+        const s = await runStats(redis, k);
+        const lag = s.dueNow > 0 && s.nextDueAt !== null ? Math.max(0, s.now - s.nextDueAt) : 0;
+        const { now: _now, ...counts } = s;
+        return { queue: name, shard, ...counts, oldestDueLagMs: lag };
+      }),
+    );
+  }
+
+  /** The queue's totals and each shard's figures, from one read of every shard. */
+  async function overview(): Promise<{ total: QueueStats; shards: QueueStats[] }> {
+    const per = await shardStats();
+    const sum = (f: (s: QueueStats) => number) => per.reduce((a, s) => a + f(s), 0);
+    const heads = per.map((s) => s.nextDueAt).filter((v): v is number => v !== null);
+    const total: QueueStats = {
+      queue: name,
+      shard: 'all',
+      pending: sum((s) => s.pending),
+      dueNow: sum((s) => s.dueNow),
+      inFlight: sum((s) => s.inFlight),
+      dead: sum((s) => s.dead),
+      nextDueAt: heads.length ? Math.min(...heads) : null,
+      oldestDueLagMs: Math.max(0, ...per.map((s) => s.oldestDueLagMs)),
+    };
+    return { total, shards: per };
+  }
+
+  async function stats(): Promise<QueueStats> {
+    return (await overview()).total;
+  }
+
+  return { get, shardStats, overview, stats };
+}

@@ -1,0 +1,73 @@
+// The operator's scripts: look a job up, count a shard, the dead set (redrive,
+// delete, trim past the retention) and moving records out of the record groups.
+import type { ShardKeys } from '../keys.js';
+import type { RedisClient } from '../redis-client.js';
+import { call } from './registry.js';
+
+export async function runRedrive(redis: RedisClient, k: ShardKeys, target: { id: string } | { max: number }): Promise<number> {
+  const sel = 'id' in target ? ['one', target.id] : ['all', target.max];
+  return Number(await call(redis, 'dqRedrive', k, [k.wake, ...sel]));
+}
+
+/**
+ * Removes dead jobs older than `maxAgeMs`, then the oldest beyond `maxCount`
+ * among those dead for at least `minAgeMs`, at most `limit`; returns how many.
+ */
+export async function runTrimDead(redis: RedisClient, k: ShardKeys, maxAgeMs: number, maxCount: number, limit: number, minAgeMs = 0): Promise<number> {
+  return Number(await call(redis, 'dqTrimDead', k, [Math.floor(maxAgeMs), maxCount, limit, Math.floor(minAgeMs)]));
+}
+
+export async function runDeleteDead(redis: RedisClient, k: ShardKeys, ids: readonly string[]): Promise<number> {
+  return Number(await call(redis, 'dqDeleteDead', k, ids));
+}
+
+export type InspectReply = {
+  record: string | null;
+  dueAt: number | null;
+  leaseUntil: number | null;
+  diedAt: number | null;
+  lastError: string | null;
+};
+
+export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): Promise<InspectReply> {
+  const r = (await call(redis, 'dqInspect', k, [id])) as (string | null)[];
+  const num = (v: string | null | undefined) => (v == null ? null : Number(v));
+  return {
+    record: r[0] ?? null,
+    dueAt: num(r[1]),
+    leaseUntil: num(r[2]),
+    diedAt: num(r[3]),
+    lastError: r[4] ?? null,
+  };
+}
+
+/**
+ * Moves the records of up to `maxGroups` record groups, counting down from
+ * `from` (null: the last), into the jobs HASH; next is -1 when none is left,
+ * -2 when some were written behind the cursor (start again from the last).
+ */
+export async function runUngroup(redis: RedisClient, k: ShardKeys, from: number | null, maxGroups: number): Promise<{ moved: number; next: number }> {
+  const r = (await call(redis, 'dqUngroup', k, [from === null ? '' : from, maxGroups])) as number[];
+  return { moved: Number(r[0]), next: Number(r[1]) };
+}
+
+export type StatsReply = {
+  now: number;
+  pending: number;
+  dueNow: number;
+  inFlight: number;
+  dead: number;
+  nextDueAt: number | null;
+};
+
+export async function runStats(redis: RedisClient, k: ShardKeys): Promise<StatsReply> {
+  const r = ((await call(redis, 'dqStats', k, [])) as number[]).map(Number);
+  return {
+    now: r[0] ?? 0,
+    pending: r[1] ?? 0,
+    dueNow: r[2] ?? 0,
+    inFlight: r[3] ?? 0,
+    dead: r[4] ?? 0,
+    nextDueAt: (r[5] ?? -1) < 0 ? null : (r[5] ?? null),
+  };
+}
