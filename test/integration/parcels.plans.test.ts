@@ -10,7 +10,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/logger.js';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../src/core/migrate.js';
-import { commitBatchesQuery, createParcelsRepository } from '../../src/modules/parcels/parcels.repository.js';
+import { createParcelsRepository } from '../../src/modules/parcels/parcels.repository.js';
+import { commitBatchesQuery } from '../../src/modules/parcels/sql/commit-batches.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { waitFor } from '../helpers/redis.js';
 

@@ -55,6 +55,24 @@ describe('the delivery room', () => {
   });
 });
 
+describe("the domains' sql parts", () => {
+  it('give every writing statement a header with its guard and lock order', () => {
+    const modules = join(SRC, 'modules');
+    const parts = readdirSync(modules)
+      .map((m) => join(modules, m, 'sql'))
+      .filter((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory());
+    expect(parts.length).toBeGreaterThanOrEqual(3);
+    const writing = /\b(UPDATE\s+\w+\s+SET|INSERT\s+INTO|DELETE\s+FROM)\b|\.(upsert|create|update|delete)(Many)?\(/;
+    const files = parts.flatMap(sources).filter((f) => writing.test(readFileSync(f, 'utf8')));
+    expect(files.length).toBeGreaterThan(5);
+    for (const f of files) {
+      const header = readFileSync(f, 'utf8').split('\nimport ')[0]!;
+      expect(header, relative(SRC, f)).toMatch(/Guard:/);
+      expect(header, relative(SRC, f)).toMatch(/Lock order:/);
+    }
+  });
+});
+
 describe('raw SQL in src/', () => {
   it('is tagged Prisma.sql: no statement built from a string', () => {
     const offenders = sources(SRC)

@@ -1,5 +1,5 @@
 // The expiry jobs of orders, handled in batches: one statement cancels every
-// due order of the batch (orders.repository.ts expireMany). Idempotent: a
+// due order of the batch (sql/cancel.ts expireOrders). Idempotent: a
 // second delivery finds its order settled and changes nothing.
 // (The periodic reconciliation pass is in orders.reconcile.ts.)
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';

@@ -1,300 +1,36 @@
-// SQL of parcel batching. A parcel row exists (WAITING) before it enters
-// Redis; a batch is committed in one statement that attaches only parcels not
-// yet in a batch and writes the sorters' notification with it.
+// The parcels domain's statements on one database. Each lives in sql/, one
+// file per transition with a header (what it does, why one statement, its
+// guard, its lock order, what it returns). A parcel row exists (WAITING)
+// before it enters Redis; a batch is committed in one statement that attaches
+// only parcels not yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
-import { dedupeKeySql, deliveriesDeleteSql, deliveriesSettledSql, deliveryInsertSql } from '../../core/delivery/index.js';
-import { Prisma } from '../../generated/prisma/client.js';
-import { type PurgeStatement, purgeOf } from '../../core/retention.js';
+import { purgeOf } from '../../core/retention.js';
+import { type BatchReason, type BatchRule, type BatchToCommit, commitBatches } from './sql/commit-batches.js';
+import { insertParcels } from './sql/insert-parcels.js';
+import { PURGE_BATCHES } from './sql/purge.js';
+import { findArea, findBatch, findParcel, findParcels, listBatches, listOverdue, listRecentBatches, listRecentWaiting, waitingIn } from './sql/reads.js';
+import { upsertArea } from './sql/upsert-area.js';
 
-/** Retention's statement: batches by creation, with their parcels and the sorters' notifications. */
-const PURGE_BATCHES: PurgeStatement = {
-  table: 'batches',
-  key: 'created_at',
-  terminal: (cutoff) => deliveriesSettledSql('batch_id', Prisma.sql`t.id`, cutoff),
-  alsoDelete: [Prisma.sql`DELETE FROM parcels WHERE batch_id IN (SELECT id FROM c)`, deliveriesDeleteSql('batch_id', Prisma.sql`c`)],
-};
-
-export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
-export type ParcelRow = {
-  trackingNo: string;
-  areaCode: string;
-  status: 'WAITING' | 'BATCHED';
-  batchId: string | null;
-  createdAt: Date;
-  batchedAt: Date | null;
-};
-export type RecentBatchRow = {
-  id: string;
-  areaCode: string;
-  vehiclePlate: string;
-  reason: 'FULL' | 'TIMEOUT';
-  parcelCount: number;
-  createdAt: Date;
-};
-/** A batch made: its parcels' tracking numbers in code-unit order (JavaScript's sort, not the database's collation). */
-export type CommittedBatch = { batchId: string; attached: number; trackingNos: string[]; notificationId: string | null; createdAt: Date };
-/**
- * A parcel a commit left waiting: its batch was no longer one. `dueInMs`: a
- * TIMEOUT batch refused because its oldest parcel had not waited the maximum
- * by the database clock says how long that is still to go (else 0).
- */
-export type LeftParcel = { trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
-
-/** The sorters' notice of each new batch `b`, sent to its area's sorter contact. */
-const DISPATCHED_NOTICE = deliveryInsertSql({
-  kind: 'BATCH_DISPATCHED',
-  from: Prisma.sql`b JOIN areas a ON a.code = b.area_code`,
-  dedupeKey: dedupeKeySql.batchDispatched(Prisma.sql`b.id`),
-  subject: { column: 'batch_id', value: Prisma.sql`b.id` },
-  recipient: Prisma.sql`a.sorter_contact`,
-  payload: Prisma.sql`jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
-                                         'reason', b.reason::text, 'parcels', b.parcel_count)`,
-});
-
-/** A row of the batch commit's answer: a batch made, its notice, or one of the parcels it judged (ok: its batch was made). */
-type CommitRow = {
-  kind: 'batch' | 'notice' | 'parcel';
-  batch_id: string;
-  id: string | null;
-  attached: number | null;
-  created_at: Date | null;
-  tracking_no: string | null;
-  area_code: string | null;
-  arrived_ms: bigint | null;
-  due_in_ms: bigint | null;
-  ok: boolean | null;
-};
-
-function commitBatchesSql(ids: string[], areas: string[], tracking: string[], reason: 'FULL' | 'TIMEOUT', maxWaitMs: number, batchSize: number): Prisma.Sql {
-  return Prisma.sql`WITH input AS (
-     SELECT * FROM unnest(${ids}::uuid[], ${areas}::text[], ${tracking}::text[]) AS t(batch_id, area_code, tracking_no)
-      ORDER BY tracking_no, batch_id
-   ), found AS (
-     -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
-     -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
-     -- by a sequential scan) to meet the few it asked for.
-     SELECT p.tracking_no, p.area_code, p.created_at, input.batch_id
-       FROM input CROSS JOIN LATERAL (
-            SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
-             WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
-             FOR UPDATE) p
-   ), w AS (
-     -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
-     -- counts below are of parcels. (Picked after the area is matched: a batch of another area that
-     -- names it must not take it from the one of its own.)
-     SELECT DISTINCT ON (tracking_no) * FROM found ORDER BY tracking_no, batch_id
-   ), counted AS (
-     -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
-     -- never makes a batch of another area's parcels.
-     SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
-       FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
-   ), judged AS (
-     -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
-     SELECT counted.*,
-            CASE ${reason}::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => ${maxWaitMs}::double precision / 1000) AND n <= ${batchSize}::int
-                          ELSE n = ${batchSize}::int END AS ok
-       FROM counted
-   ), b AS (
-     INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-     SELECT j.batch_id, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.n, now()
-       FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
-       JOIN areas a ON a.code = j.area_code
-     RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
-   ), u AS (
-     -- The rows found by key again (the array), not by a join the planner may make a scan of the table.
-     UPDATE parcels SET batch_id = j.batch_id, status = 'BATCHED', batched_at = now()
-       FROM judged j
-      WHERE parcels.tracking_no = ANY(ARRAY(SELECT tracking_no FROM judged WHERE ok)) AND parcels.tracking_no = j.tracking_no AND j.ok
-     RETURNING parcels.tracking_no
-   ), n AS (
-     ${DISPATCHED_NOTICE}
-     RETURNING id, batch_id
-   )
-   SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at,
-          NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
-     FROM b
-   UNION ALL
-   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
-   UNION ALL
-   SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
-          CASE ${reason}::text WHEN 'TIMEOUT'
-            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => ${maxWaitMs}::double precision / 1000) - now()) * 1000))::bigint
-            ELSE 0 END,
-          j.ok
-     FROM judged j`;
-}
-
-/**
- * The batch commit's statement (commitBatches) and its parameters. Every step
- * is linear in the call's parcels: each parcel is found by its key, a batch is
- * judged on its parcels' rows (window functions), and the answer comes back as
- * rows of three kinds, put together in commitBatches. Joins of the
- * statement's own CTEs, which the planner takes for one row each, ran as
- * nested loops whose cost grew with the square of a call's size
- * (BENCHMARKS.md, parcel intake).
- */
-export function commitBatchesQuery(
-  batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],
-  reason: 'FULL' | 'TIMEOUT',
-  rule: { maxWaitMs: number; batchSize: number },
-): { sql: Prisma.Sql; parcels: number } {
-  const ids: string[] = [];
-  const areas: string[] = [];
-  const tracking: string[] = [];
-  for (const b of batches) {
-    for (const t of b.trackingNos) {
-      ids.push(b.id);
-      areas.push(b.areaCode);
-      tracking.push(t);
-    }
-  }
-  return { sql: commitBatchesSql(ids, areas, tracking, reason, rule.maxWaitMs, rule.batchSize), parcels: tracking.length };
-}
-
-const PARCEL_COLUMNS = Prisma.sql`tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
-  batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
+export type { CommittedBatch, LeftParcel } from './sql/commit-batches.js';
+export type { AreaRow, ParcelRow, RecentBatchRow } from './sql/parcel-row.js';
 
 export function createParcelsRepository(db: Db) {
-  const repo = {
-    async upsertArea(code: string, vehiclePlate: string, sorterContact: string): Promise<AreaRow> {
-      return db.area.upsert({
-        where: { code },
-        create: { code, vehiclePlate, sorterContact },
-        update: { vehiclePlate, sorterContact, updatedAt: new Date() },
-      });
-    },
-
-    findArea(code: string): Promise<AreaRow | null> {
-      return db.area.findUnique({ where: { code } });
-    },
-
-    /** Waiting parcels of an area and the first one's arrival, from the source of truth. */
-    async waiting(code: string): Promise<{ count: number; firstArrivalAt: Date | null }> {
-      const r = await db.parcel.aggregate({ where: { areaCode: code, status: 'WAITING' }, _count: true, _min: { createdAt: true } });
-      return { count: r._count, firstArrivalAt: r._min.createdAt };
-    },
-
-    /**
-     * Inserts WAITING parcels of known areas in one statement (created_at from
-     * the database clock); answers the rows it inserted. A parcel whose area
-     * is unknown, or whose tracking number exists already (or comes twice),
-     * is not inserted (the first of a repeat is).
-     */
-    async insertParcels(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<ParcelRow[]> {
-      if (parcels.length === 0) return [];
-      // One row per tracking number (its first of a known area), inserted in
-      // tracking-number order: two statements sharing parcels wait for each
-      // other in one order, never in a cycle (a deadlock).
-      return db.$queryRaw<ParcelRow[]>`
-        INSERT INTO parcels (tracking_no, area_code, created_at)
-        SELECT DISTINCT ON (t.tracking_no) t.tracking_no, a.code, now()
-          FROM unnest(${parcels.map((p) => p.trackingNo)}::text[], ${parcels.map((p) => p.areaCode)}::text[]) WITH ORDINALITY AS t(tracking_no, area_code, n)
-          JOIN areas a ON a.code = t.area_code
-         ORDER BY t.tracking_no, t.n
-        ON CONFLICT (tracking_no) DO NOTHING
-        RETURNING ${PARCEL_COLUMNS}`;
-    },
-
-    async findParcel(trackingNo: string): Promise<ParcelRow | null> {
-      return (await repo.findParcels([trackingNo]))[0] ?? null;
-    },
-
-    /** The parcels of these tracking numbers that exist (in no particular order). */
-    async findParcels(trackingNos: readonly string[]): Promise<ParcelRow[]> {
-      if (trackingNos.length === 0) return [];
-      return db.$queryRaw<ParcelRow[]>`SELECT ${PARCEL_COLUMNS} FROM parcels WHERE tracking_no = ANY(${[...trackingNos]}::text[])`;
-    },
-
-    /**
-     * Commits batches in one statement (a flush round's worth at once): each
-     * attaches only its parcels still unbatched (locked, so two committers never
-     * share a parcel), is bound to its area's current vehicle and gets its
-     * BATCH_DISPATCHED notification. A batch is made only if it still is one:
-     * a TIMEOUT batch only when its oldest unbatched parcel has waited
-     * `maxWaitMs` by the database clock, a FULL batch only with all of
-     * `batchSize` parcels unbatched (another committer, the reconciliation
-     * pass, may have batched some of them meanwhile: what is left is not a
-     * batch yet, however it was taken out of Redis). The unbatched parcels of a
-     * batch not made come back in `left`, to go back into Redis.
-     */
-    async commitBatches(
-      batches: readonly { id: string; areaCode: string; trackingNos: readonly string[] }[],
-      reason: 'FULL' | 'TIMEOUT',
-      rule: { maxWaitMs: number; batchSize: number },
-    ): Promise<{ committed: CommittedBatch[]; left: LeftParcel[] }> {
-      const q = commitBatchesQuery(batches, reason, rule);
-      if (q.parcels === 0) return { committed: [], left: [] };
-      const rows = await db.$queryRaw<CommitRow[]>(q.sql);
-      const made: { batchId: string; attached: number; createdAt: Date }[] = [];
-      const notices = new Map<string, string>();
-      const members = new Map<string, string[]>();
-      const left: LeftParcel[] = [];
-      for (const r of rows) {
-        if (r.kind === 'batch') made.push({ batchId: r.batch_id, attached: Number(r.attached), createdAt: r.created_at as Date });
-        else if (r.kind === 'notice') notices.set(r.batch_id, r.id as string);
-        else if (r.ok) {
-          const list = members.get(r.batch_id);
-          if (list) list.push(r.tracking_no as string);
-          else members.set(r.batch_id, [r.tracking_no as string]);
-        } else
-          left.push({ trackingNo: r.tracking_no as string, areaCode: r.area_code as string, arrivedAt: Number(r.arrived_ms), dueInMs: Number(r.due_in_ms) });
-      }
-      const committed = made.map((b) => ({ ...b, trackingNos: (members.get(b.batchId) ?? []).sort(), notificationId: notices.get(b.batchId) ?? null }));
-      return { committed, left };
-    },
-
-    findBatch(id: string) {
-      return db.batch.findUnique({ where: { id }, include: { parcels: { orderBy: { createdAt: 'asc' }, select: { trackingNo: true } } } });
-    },
-
-    listBatches(areaCode: string, limit: number) {
-      return db.batch.findMany({
-        where: { areaCode },
-        orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
-        take: limit,
-        include: { parcels: { orderBy: { createdAt: 'asc' }, select: { trackingNo: true } } },
-      });
-    },
-
-    /** The latest batches of every area, newest first (batches_created_at_idx keeps this a short index scan). */
-    listRecentBatches(limit: number): Promise<RecentBatchRow[]> {
-      return db.batch.findMany({
-        orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
-        take: limit,
-        select: { id: true, areaCode: true, vehiclePlate: true, reason: true, parcelCount: true, createdAt: true },
-      });
-    },
-
-    /** WAITING parcels older than `olderThanMs`, oldest first, a bounded number. */
-    listOverdue(olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string }[]> {
-      return db.$queryRaw<{ trackingNo: string; areaCode: string }[]>`
-        SELECT tracking_no AS "trackingNo", area_code AS "areaCode" FROM parcels
-         WHERE status = 'WAITING' AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
-         ORDER BY created_at, tracking_no LIMIT ${limit}`;
-    },
-
-    /**
-     * Retention: each batch reads the next batches made before the cutoff
-     * (database clock) and deletes them with their parcels and the sorters'
-     * notifications, once none of those is left to deliver. WAITING parcels
-     * belong to no batch and are never touched; batches another transaction
-     * holds are skipped, never waited for.
-     */
+  return {
+    upsertArea: (code: string, vehiclePlate: string, sorterContact: string) => upsertArea(db, code, vehiclePlate, sorterContact),
+    findArea: (code: string) => findArea(db, code),
+    waiting: (code: string) => waitingIn(db, code),
+    insertParcels: (parcels: readonly { trackingNo: string; areaCode: string }[]) => insertParcels(db, parcels),
+    findParcel: (trackingNo: string) => findParcel(db, trackingNo),
+    findParcels: (trackingNos: readonly string[]) => findParcels(db, trackingNos),
+    commitBatches: (batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule) => commitBatches(db, batches, reason, rule),
+    findBatch: (id: string) => findBatch(db, id),
+    listBatches: (areaCode: string, limit: number) => listBatches(db, areaCode, limit),
+    listRecentBatches: (limit: number) => listRecentBatches(db, limit),
+    listOverdue: (olderThanMs: number, limit: number) => listOverdue(db, olderThanMs, limit),
+    /** Retention: batches with their parcels and notices (sql/purge.ts). */
     retention: [purgeOf(db, 'batches', PURGE_BATCHES)] as const,
-
-    /** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */
-    async listRecentWaiting(youngerThanMs: number, olderThanMs: number, limit: number): Promise<{ trackingNo: string; areaCode: string; arrivedAt: number }[]> {
-      const rows = await db.$queryRaw<{ trackingNo: string; areaCode: string; arrivedMs: bigint }[]>`
-        SELECT tracking_no AS "trackingNo", area_code AS "areaCode", floor(extract(epoch FROM created_at) * 1000)::bigint AS "arrivedMs"
-          FROM parcels
-         WHERE status = 'WAITING'
-           AND created_at >= now() - make_interval(secs => ${youngerThanMs}::double precision / 1000)
-           AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
-         ORDER BY created_at, tracking_no LIMIT ${limit}`;
-      return rows.map((r) => ({ trackingNo: r.trackingNo, areaCode: r.areaCode, arrivedAt: Number(r.arrivedMs) }));
-    },
+    listRecentWaiting: (youngerThanMs: number, olderThanMs: number, limit: number) => listRecentWaiting(db, youngerThanMs, olderThanMs, limit),
   };
-  return repo;
 }
 
 export type ParcelsRepository = ReturnType<typeof createParcelsRepository>;

@@ -1,18 +1,14 @@
 // Parcel batching: areas, intake, and the batches made at the batch size (on
 // intake), at the maximum wait (the flusher) or by the reconciliation pass.
 // PostgreSQL holds every parcel from intake on; Redis only groups them.
-import { randomUUID } from 'node:crypto';
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { AppError } from '../../core/errors.js';
-import { createGatherer, gatherOrEach } from '../../core/gather.js';
-import type { Logger } from '../../core/logger.js';
-import type { NotificationDispatch } from '../../core/delivery/index.js';
+import { gatherOrEach } from '../../core/gather.js';
 import { redisCall } from '../../core/redis-call.js';
-import type { Batcher, DueBatch, TakenItem } from '../../queue/index.js';
-import type { CommittedBatch, LeftParcel, ParcelRow, ParcelsRepository } from './parcels.repository.js';
+import type { DueBatch, TakenItem } from '../../queue/index.js';
+import { type BatchDeps, createBatchCommits } from './parcels.batches.js';
+import type { CommittedBatch, ParcelRow } from './parcels.repository.js';
 
-/** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
-export const MAX_HOLD_MS = 1_000;
 /** Single intakes sharing one INSERT at most. */
 const GATHER_MAX = 200;
 
@@ -24,14 +20,9 @@ export type IntakeOutcome =
 /** Inserts of one parcel at most: another try only when retention deleted the parcel the last one met. */
 const INTAKE_TRIES = 3;
 
-export function createParcelsService(d: {
-  repo: ParcelsRepository;
-  batcher: Batcher;
-  dispatch: NotificationDispatch;
-  log: Logger;
-  onBatch: (reason: 'FULL' | 'TIMEOUT') => void;
-}) {
+export function createParcelsService(d: BatchDeps) {
   const { repo, batcher, log } = d;
+  const { commit, commitFull, restore } = createBatchCommits(d);
   // Concurrent single intakes share one INSERT; a tracking number twice in one
   // statement is inserted once, for the first caller of its area (the rest
   // find it existing, theirs or another area's).
@@ -48,90 +39,6 @@ export function createParcelsService(d: {
     async (item) => (await repo.insertParcels([item]))[0] ?? null,
     { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable },
   );
-
-  /**
-   * Commits batches (one statement) and hands their notifications to delivery.
-   * Parcels of a batch that is no longer one (some of it was batched by
-   * another committer, so the rest is not full or not due) go back into Redis.
-   */
-  async function commit(batches: readonly { areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
-    const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
-    const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
-    await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
-    for (const b of done) {
-      log.info({ batchId: b.batchId, reason, parcels: b.attached }, 'batch dispatched');
-      d.onBatch(reason);
-    }
-    await putBack(left);
-    return done;
-  }
-
-  // Full batches taken out in one event-loop turn (a batch intake's adds, a
-  // burst of single intakes) share one commit statement; each caller gets the
-  // batches made of its own parcels.
-  const fullCommits = createGatherer<{ areaCode: string; batches: readonly TakenItem[][] }, CommittedBatch[]>(async (items) => {
-    const done = await commit(
-      items.flatMap((it) => it.batches.map((b) => ({ areaCode: it.areaCode, trackingNos: b.map((t) => t.item) }))),
-      'FULL',
-    );
-    return items.map((it) => {
-      const mine = new Set(it.batches.flatMap((b) => b.map((t) => t.item)));
-      return { ok: true, value: done.filter((b) => b.trackingNos.some((t) => mine.has(t))) };
-    });
-  }, GATHER_MAX);
-
-  /**
-   * Commits full batches taken out of one area's group; if that fails they go
-   * back into Redis (then the flusher, or else the reconciliation pass, batches them).
-   */
-  async function commitFull(areaCode: string, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
-    if (batches.length === 0) return [];
-    try {
-      return await fullCommits.submit({ areaCode, batches });
-    } catch (err) {
-      log.error({ err, area: areaCode }, 'full batch not committed; putting it back');
-      await restore(areaCode, batches.flat(), false);
-      return [];
-    }
-  }
-
-  /**
-   * Puts parcels back into their area's group, arrival as it was. With
-   * `takeFull`, a group the put back makes full is batched at once. Never
-   * throws: what is not put back, the reconciliation pass puts back or batches.
-   */
-  async function restore(areaCode: string, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
-    let batches: TakenItem[][];
-    try {
-      ({ batches } = await redisCall(batcher.restore(areaCode, items, { takeFull }), 'batcher restore'));
-    } catch (err) {
-      log.warn({ err, area: areaCode, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
-      return;
-    }
-    await commitFull(areaCode, batches);
-  }
-
-  /**
-   * Puts what a commit left over back. Parcels of a TIMEOUT batch the
-   * database found not yet due (its clock behind Redis') are held until it
-   * is (at most MAX_HOLD_MS at a time): back at once, they would be taken
-   * again at once, round after round, until the database's clock caught up.
-   */
-  async function putBack(left: readonly LeftParcel[]): Promise<void> {
-    const now = new Map<string, TakenItem[]>();
-    const later = new Map<string, { items: TakenItem[]; inMs: number }>();
-    for (const l of left) {
-      const item = { item: l.trackingNo, arrivedAt: l.arrivedAt };
-      if (l.dueInMs > 0) {
-        const h = later.get(l.areaCode) ?? { items: [], inMs: 0 };
-        h.items.push(item);
-        h.inMs = Math.max(h.inMs, Math.min(l.dueInMs, MAX_HOLD_MS));
-        later.set(l.areaCode, h);
-      } else now.set(l.areaCode, [...(now.get(l.areaCode) ?? []), item]);
-    }
-    for (const [area, h] of later) setTimeout(() => void restore(area, h.items, true), h.inMs).unref();
-    for (const [area, items] of now) await restore(area, items, true);
-  }
 
   /** Puts a WAITING parcel into its area's group; commits the batch it completes. Returns that batch. */
   async function group(p: ParcelRow): Promise<CommittedBatch | null> {

@@ -2,7 +2,7 @@
 // into another area's Redis group, aimed at its parcel's deadline.
 import { isRedisUnavailable, redisCall } from '../../../src/core/redis-call.js';
 import { PARCELS_QUEUE } from '../../../src/modules/parcels/parcels.module.js';
-import { MAX_HOLD_MS } from '../../../src/modules/parcels/parcels.service.js';
+import { MAX_HOLD_MS } from '../../../src/modules/parcels/parcels.batches.js';
 import type { Batcher } from '../../../src/queue/index.js';
 import { type Real, Step } from '../runner.js';
 import { PutArea } from './intake.steps.js';

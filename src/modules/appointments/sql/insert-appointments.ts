@@ -1,0 +1,38 @@
+// Booked: appointments inserted in one statement (all or none), BOOKED,
+// remind_at = starts_at - lead (or now when that has passed), the times by
+// the database clock. Guard: the primary key and the idempotency key's unique
+// index (a conflict fails the statement: the caller's idempotent create
+// decides). Lock order: the new rows only. Returns them in input order.
+import type { Db } from '../../../core/db.js';
+import { type AppointmentRow, COLUMNS } from './appointment-row.js';
+
+export type NewAppointment = {
+  id: string;
+  customerId: string;
+  contact: string;
+  channel: 'SMS' | 'EMAIL';
+  startsAt: Date;
+  remindBeforeSeconds: number;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+};
+
+export async function insertAppointments(db: Db, rows: readonly NewAppointment[]): Promise<AppointmentRow[]> {
+  const col = <T>(f: (r: NewAppointment) => T) => rows.map(f);
+  const inserted = await db.$queryRaw<AppointmentRow[]>`
+    INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+                              created_at, updated_at, idempotency_key, request_hash)
+    SELECT t.id, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
+           GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
+      FROM unnest(${col((r) => r.id)}::uuid[], ${col((r) => r.customerId)}::text[], ${col((r) => r.contact)}::text[],
+                  ${col((r) => r.channel)}::"Channel"[], ${col((r) => r.startsAt)}::timestamptz[],
+                  ${col((r) => r.remindBeforeSeconds)}::int[], ${col((r) => r.idempotencyKey)}::text[], ${col((r) => r.requestHash)}::text[])
+           AS t(id, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
+    RETURNING ${COLUMNS}`;
+  const byId = new Map(inserted.map((r) => [r.id, r]));
+  return rows.map((r) => {
+    const row = byId.get(r.id);
+    if (!row) throw new Error(`appointment ${r.id} was not inserted`);
+    return row;
+  });
+}

@@ -1,0 +1,66 @@
+// What the appointments domain reads: an appointment by id or idempotency
+// key, and its reminders: what a slot's reminder job finds when it wrote
+// nothing, one slot's reminder row, an appointment's reminder rows.
+import { Prisma } from '../../../generated/prisma/client.js';
+import type { Db } from '../../../core/db.js';
+import { type NotificationStatus, dedupeKey, liveSql } from '../../../core/delivery/index.js';
+import { type AppointmentRow, COLUMNS, type ReminderSlot, type ReminderState, slotKey } from './appointment-row.js';
+
+export async function findAppointment(db: Db, id: string): Promise<AppointmentRow | null> {
+  return (await db.$queryRaw<AppointmentRow[]>`SELECT ${COLUMNS} FROM appointments WHERE id = ${id}::uuid`)[0] ?? null;
+}
+
+export async function findAppointmentByIdempotencyKey(db: Db, key: string): Promise<{ row: AppointmentRow; requestHash: string | null } | null> {
+  const rows = await db.$queryRaw<(AppointmentRow & { requestHash: string | null })[]>`
+    SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = ${key}`;
+  const r = rows[0];
+  if (!r) return null;
+  const { requestHash, ...row } = r;
+  return { row, requestHash };
+}
+
+/**
+ * What a slot's reminder job finds when it wrote nothing, for many slots
+ * in one statement (one snapshot), by dedupe key: the slot's reminder row
+ * if written (`live` unless withdrawn), and the appointment as it is now
+ * (missing, not BOOKED, moved to another slot, or its remind time
+ * `msToRemind` away by the database clock).
+ */
+export async function reminderStates(db: Db, slots: readonly ReminderSlot[]): Promise<Map<string, ReminderState>> {
+  if (slots.length === 0) return new Map();
+  const rows = await db.$queryRaw<(ReminderState & { key: string })[]>`
+    SELECT s.key,
+           CASE WHEN n.id IS NULL THEN NULL ELSE jsonb_build_object('id', n.id, 'status', n.status, 'live', ${liveSql(Prisma.sql`n`)}) END AS reminder,
+           CASE WHEN a.id IS NULL THEN NULL ELSE jsonb_build_object(
+             'id', a.id, 'status', a.status, 'startsAt', a.starts_at, 'remindAt', a.remind_at,
+             'sameSlot', floor(extract(epoch FROM a.starts_at) * 1000)::bigint = s.ms,
+             'msToRemind', GREATEST(0, ceil(extract(epoch FROM a.remind_at - now()) * 1000))::int) END AS appointment
+      FROM unnest(${slots.map((x) => x.appointmentId)}::uuid[], ${slots.map((x) => x.startsAtMs)}::bigint[], ${slots.map(slotKey)}::text[]) AS s(id, ms, key)
+      LEFT JOIN appointments a ON a.id = s.id
+      LEFT JOIN notifications n ON n.dedupe_key = s.key`;
+  return new Map(
+    rows.map(({ key, reminder, appointment }) => [
+      key,
+      {
+        reminder,
+        // jsonb gives times as text
+        appointment: appointment && { ...appointment, startsAt: new Date(appointment.startsAt), remindAt: new Date(appointment.remindAt) },
+      },
+    ]),
+  );
+}
+
+/** The reminder row of one slot, if written; `live` unless it was withdrawn (CANCELLED, or withdrawn while being sent). */
+export async function findReminder(db: Db, id: string, startsAtMs: number): Promise<{ id: string; status: NotificationStatus; live: boolean } | null> {
+  const rows = await db.$queryRaw<{ id: string; status: NotificationStatus; live: boolean }[]>`
+    SELECT n.id, n.status::text AS status, ${liveSql(Prisma.sql`n`)} AS live
+      FROM notifications n WHERE n.dedupe_key = ${dedupeKey.appointmentReminder(id, startsAtMs)}`;
+  return rows[0] ?? null;
+}
+
+export function listReminders(db: Db, id: string) {
+  return db.notification.findMany({
+    where: { appointmentId: id, kind: 'APPOINTMENT_REMINDER' },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+  });
+}

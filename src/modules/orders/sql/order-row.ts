@@ -1,0 +1,66 @@
+// An order as the statements answer it: its row with its items, read in one
+// query (no second round trip for the items).
+import { Prisma } from '../../../generated/prisma/client.js';
+
+export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
+export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
+export type OrderItemRow = { sku: string; quantity: number; unitPriceCents: number };
+export type OrderRow = {
+  id: string;
+  customerId: string;
+  status: OrderStatus;
+  currency: string;
+  totalCents: number;
+  createdAt: Date;
+  expiresAt: Date;
+  paidAt: Date | null;
+  paymentRef: string | null;
+  cancelledAt: Date | null;
+  cancelReason: CancelReason | null;
+  items: OrderItemRow[];
+};
+
+/** An order row as orderSelect reads it. */
+export type RawOrder = {
+  id: string;
+  customer_id: string;
+  status: OrderStatus;
+  currency: string;
+  total_cents: bigint | number;
+  created_at: Date;
+  expires_at: Date;
+  paid_at: Date | null;
+  payment_ref: string | null;
+  cancelled_at: Date | null;
+  cancel_reason: CancelReason | null;
+  request_hash: string | null;
+  items: OrderItemRow[];
+};
+
+/** An order with its items; `from` names the rows as `o`: the table with a WHERE, or a CTE. */
+export function orderSelect(from: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    SELECT o.id::text AS id, o.customer_id, o.status::text AS status, o.currency, o.total_cents, o.created_at,
+           o.expires_at, o.paid_at, o.payment_ref, o.cancelled_at, o.cancel_reason::text AS cancel_reason, o.request_hash,
+           (SELECT coalesce(json_agg(json_build_object('sku', i.sku, 'quantity', i.quantity, 'unitPriceCents', i.unit_price_cents)
+                                     ORDER BY i.position), '[]'::json)
+              FROM order_items i WHERE i.order_id = o.id) AS items
+      FROM ${from}`;
+}
+
+export function toRow(o: RawOrder): OrderRow {
+  return {
+    id: o.id,
+    customerId: o.customer_id,
+    status: o.status,
+    currency: o.currency,
+    totalCents: Number(o.total_cents),
+    createdAt: o.created_at,
+    expiresAt: o.expires_at,
+    paidAt: o.paid_at,
+    paymentRef: o.payment_ref,
+    cancelledAt: o.cancelled_at,
+    cancelReason: o.cancel_reason,
+    items: o.items,
+  };
+}

@@ -1,0 +1,117 @@
+// Making batches: the commit of a round's batches (one statement) with their
+// notifications handed to delivery, and the way back into Redis for what a
+// commit or a take left over. Every path ends with each parcel batched or
+// waiting in its area's group; what Redis misses, the reconciliation pass
+// puts back.
+import { randomUUID } from 'node:crypto';
+import { createGatherer } from '../../core/gather.js';
+import type { Logger } from '../../core/logger.js';
+import type { NotificationDispatch } from '../../core/delivery/index.js';
+import { redisCall } from '../../core/redis-call.js';
+import type { Batcher, TakenItem } from '../../queue/index.js';
+import type { CommittedBatch, LeftParcel, ParcelsRepository } from './parcels.repository.js';
+
+/** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
+export const MAX_HOLD_MS = 1_000;
+/** Full batches of one event-loop turn sharing one commit statement at most. */
+const GATHER_MAX = 200;
+
+export type BatchDeps = {
+  repo: ParcelsRepository;
+  batcher: Batcher;
+  dispatch: NotificationDispatch;
+  log: Logger;
+  onBatch: (reason: 'FULL' | 'TIMEOUT') => void;
+};
+
+export function createBatchCommits(d: BatchDeps) {
+  const { repo, batcher, log } = d;
+
+  /**
+   * Commits batches (one statement) and hands their notifications to delivery.
+   * Parcels of a batch that is no longer one (some of it was batched by
+   * another committer, so the rest is not full or not due) go back into Redis.
+   */
+  async function commit(batches: readonly { areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
+    const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
+    const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
+    await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
+    for (const b of done) {
+      log.info({ batchId: b.batchId, reason, parcels: b.attached }, 'batch dispatched');
+      d.onBatch(reason);
+    }
+    await putBack(left);
+    return done;
+  }
+
+  // Full batches taken out in one event-loop turn (a batch intake's adds, a
+  // burst of single intakes) share one commit statement; each caller gets the
+  // batches made of its own parcels.
+  const fullCommits = createGatherer<{ areaCode: string; batches: readonly TakenItem[][] }, CommittedBatch[]>(async (items) => {
+    const done = await commit(
+      items.flatMap((it) => it.batches.map((b) => ({ areaCode: it.areaCode, trackingNos: b.map((t) => t.item) }))),
+      'FULL',
+    );
+    return items.map((it) => {
+      const mine = new Set(it.batches.flatMap((b) => b.map((t) => t.item)));
+      return { ok: true, value: done.filter((b) => b.trackingNos.some((t) => mine.has(t))) };
+    });
+  }, GATHER_MAX);
+
+  /**
+   * Commits full batches taken out of one area's group; if that fails they go
+   * back into Redis (then the flusher, or else the reconciliation pass, batches them).
+   */
+  async function commitFull(areaCode: string, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
+    if (batches.length === 0) return [];
+    try {
+      return await fullCommits.submit({ areaCode, batches });
+    } catch (err) {
+      log.error({ err, area: areaCode }, 'full batch not committed; putting it back');
+      await restore(areaCode, batches.flat(), false);
+      return [];
+    }
+  }
+
+  /**
+   * Puts parcels back into their area's group, arrival as it was. With
+   * `takeFull`, a group the put back makes full is batched at once. Never
+   * throws: what is not put back, the reconciliation pass puts back or batches.
+   */
+  async function restore(areaCode: string, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
+    let batches: TakenItem[][];
+    try {
+      ({ batches } = await redisCall(batcher.restore(areaCode, items, { takeFull }), 'batcher restore'));
+    } catch (err) {
+      log.warn({ err, area: areaCode, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
+      return;
+    }
+    await commitFull(areaCode, batches);
+  }
+
+  /**
+   * Puts what a commit left over back. Parcels of a TIMEOUT batch the
+   * database found not yet due (its clock behind Redis') are held until it
+   * is (at most MAX_HOLD_MS at a time): back at once, they would be taken
+   * again at once, round after round, until the database's clock caught up.
+   */
+  async function putBack(left: readonly LeftParcel[]): Promise<void> {
+    const now = new Map<string, TakenItem[]>();
+    const later = new Map<string, { items: TakenItem[]; inMs: number }>();
+    for (const l of left) {
+      const item = { item: l.trackingNo, arrivedAt: l.arrivedAt };
+      if (l.dueInMs > 0) {
+        const h = later.get(l.areaCode) ?? { items: [], inMs: 0 };
+        h.items.push(item);
+        h.inMs = Math.max(h.inMs, Math.min(l.dueInMs, MAX_HOLD_MS));
+        later.set(l.areaCode, h);
+      } else now.set(l.areaCode, [...(now.get(l.areaCode) ?? []), item]);
+    }
+    for (const [area, h] of later) setTimeout(() => void restore(area, h.items, true), h.inMs).unref();
+    for (const [area, items] of now) await restore(area, items, true);
+  }
+
+  return { commit, commitFull, restore };
+}
+
+export type BatchCommits = ReturnType<typeof createBatchCommits>;

@@ -1,0 +1,22 @@
+// Areas, parcels and batches as the statements answer them.
+import { Prisma } from '../../../generated/prisma/client.js';
+
+export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
+export type ParcelRow = {
+  trackingNo: string;
+  areaCode: string;
+  status: 'WAITING' | 'BATCHED';
+  batchId: string | null;
+  createdAt: Date;
+  batchedAt: Date | null;
+};
+export type RecentBatchRow = {
+  id: string;
+  areaCode: string;
+  vehiclePlate: string;
+  reason: 'FULL' | 'TIMEOUT';
+  parcelCount: number;
+  createdAt: Date;
+};
+export const PARCEL_COLUMNS = Prisma.sql`tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
+  batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
