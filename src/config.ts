@@ -92,7 +92,7 @@ const schema = z.object({
   // 1: new job records go to small record groups (listpacks, about 50 B less a
   // job); 0: to one HASH per shard, the only place earlier builds (without this
   // setting) look. 0 by default in this release, so a rolling upgrade is safe;
-  // set 1 once no process of an earlier build runs (README, Upgrading).
+  // set 1 once no process of an earlier build runs (docs/operations.md, Upgrading).
   QUEUE_RECORD_GROUPS: z.enum(['0', '1']).default('0'),
   // Dead jobs (failed for good) are kept this many days for redrive, and at most
   // this many per queue shard (the oldest go first): an unbounded dead set would

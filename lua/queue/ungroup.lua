@@ -1,7 +1,7 @@
 --[[
 ungroup: move job records out of the record groups into the jobs HASH, a
 bounded number of groups per call, for a rollback to a build that reads only
-the jobs HASH (README, Upgrading). Nothing else changes: every job keeps its
+the jobs HASH (docs/operations.md, Upgrading). Nothing else changes: every job keeps its
 record (now in the jobs HASH) and its place in the due index, in flight or
 dead. Safe while the service runs, as long as every process runs with
 QUEUE_RECORD_GROUPS=0 (one with 1 would move records back as it writes them).

@@ -1,6 +1,6 @@
 // The `ungroup` subcommand: moves every job record out of the record groups
 // into each shard's one records HASH, the first step of a rollback to a build
-// that reads only that HASH (README, Upgrading). Refuses to run with
+// that reads only that HASH (docs/operations.md, Upgrading). Refuses to run with
 // QUEUE_RECORD_GROUPS=1: every process must write without groups meanwhile,
 // this one included.
 import { serviceQueues } from '../composition/service-queues.js';

@@ -107,7 +107,8 @@ const rowsOf = (jobIds: readonly string[]) => jobIds.map(notificationIdOf).filte
 function configuredNotifier(c: NotificationsModuleConfig, log: Logger): Notifier {
   const webhook = (url: string | undefined, keys: readonly Buffer[] | undefined) => {
     if (!url) return undefined;
-    if (!keys) log.warn({ url: new URL(url).origin }, 'webhook calls to this endpoint are not signed: set its secret (README, "Signed webhooks")');
+    if (!keys)
+      log.warn({ url: new URL(url).origin }, 'webhook calls to this endpoint are not signed: set its secret (docs/api/notifications.md, "Signed webhooks")');
     const endpoint: WebhookEndpoint = { url, ...(keys && { keys }) };
     return createWebhookNotifier(endpoint, c.NOTIFY_TIMEOUT_MS);
   };
