@@ -1,0 +1,135 @@
+// The seeded mutants of the product's state rules, as data: each breaks one
+// rule on purpose by replacing one exact text (found exactly once) in one file,
+// and names the suites expected to kill it. `npm run test:mutants` applies
+// them one at a time to a scratch copy of the tree (test/mutants/run.ts).
+// A new state rule (a transition in src/core/delivery/, a guard of a domain
+// statement) adds its mutant here; a text that no longer matches once stops
+// the runner, so the list cannot rot silently.
+
+export const MODEL_SUITES = ['orders', 'appointments', 'notifications', 'parcels'] as const;
+export type ModelSuite = (typeof MODEL_SUITES)[number];
+
+export type Mutant = {
+  id: string;
+  /** The rule the edit breaks, as the guarantees state it. */
+  rule: string;
+  file: string;
+  find: string;
+  replace: string;
+  /** Model-based suites expected to kill it with CI's seeds and run counts. */
+  model: readonly ModelSuite[];
+  /** Integration files (under test/integration/) expected to kill it. */
+  integration: readonly string[];
+  /** The required set (the score the project keeps), or one added for a further rule. */
+  required: boolean;
+};
+
+const DELIVERY = 'src/core/delivery';
+
+export const MUTANTS: readonly Mutant[] = [
+  {
+    id: 'M1',
+    rule: 'moving back to a slot whose reminder was withdrawn takes the reminder back',
+    file: `${DELIVERY}/take-back.ts`,
+    find: `WHERE notifications.status = 'CANCELLED' OR notifications.withdrawn_at IS NOT NULL`,
+    replace: 'WHERE false',
+    model: ['appointments'],
+    integration: ['appointments.withdraw', 'notifications.takeback'],
+    required: true,
+  },
+  {
+    id: 'M2',
+    rule: 'a reminder delivered while its slot was given up is recorded SENT',
+    file: `${DELIVERY}/mark-sent.ts`,
+    find: `WHERE id = ANY(\${[...ids]}::uuid[]) AND status <> 'SENT'`,
+    replace: `WHERE id = ANY(\${[...ids]}::uuid[]) AND status <> 'SENT' AND withdrawn_at IS NULL`,
+    model: ['appointments'],
+    integration: ['appointments.withdraw', 'notifications.truth'],
+    required: true,
+  },
+  {
+    id: 'M2b',
+    rule: 'a withdrawal does not cancel a reminder whose call is running',
+    file: `${DELIVERY}/withdraw.ts`,
+    find: `SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)`,
+    replace: `SET status = (CASE WHEN n.refused THEN n.status ELSE 'CANCELLED' END)`,
+    model: ['appointments'],
+    integration: ['appointments.withdraw', 'notifications.takeback'],
+    required: true,
+  },
+  {
+    id: 'M3',
+    rule: 'the expiry statement cancels only orders past their deadline (by the database clock)',
+    file: 'src/modules/orders/orders.repository.ts',
+    find: 'id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`',
+    replace: 'id = ANY(${[...ids]}::uuid[])`',
+    model: ['orders'],
+    integration: ['orders.batch', 'clock-skew'],
+    required: true,
+  },
+  {
+    id: 'M3b',
+    rule: 'pay succeeds only inside the payment window',
+    file: 'src/modules/orders/orders.repository.ts',
+    find: `WHERE id = \${id}::uuid AND status = 'UNPAID' AND expires_at > now()`,
+    replace: `WHERE id = \${id}::uuid AND status = 'UNPAID'`,
+    model: ['orders'],
+    integration: ['orders.api', 'orders.race'],
+    required: true,
+  },
+  {
+    id: 'M4',
+    rule: 'a FULL batch holds exactly the batch size',
+    file: 'src/modules/parcels/parcels.repository.ts',
+    find: 'ELSE n = ${batchSize}::int END AS ok',
+    replace: 'ELSE n <= ${batchSize}::int END AS ok',
+    model: ['parcels'],
+    integration: ['parcels.regroup'],
+    required: true,
+  },
+  {
+    id: 'M4b',
+    rule: 'a parcel already in a batch is never taken by another',
+    file: 'src/modules/parcels/parcels.repository.ts',
+    find: 'AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL',
+    replace: 'AND parcels.area_code = input.area_code',
+    model: ['parcels'],
+    integration: ['parcels.regroup', 'parcels.double-commit'],
+    required: true,
+  },
+  {
+    id: 'M5',
+    rule: 'the SENT mark applies to a row being sent',
+    file: `${DELIVERY}/mark-sent.ts`,
+    find: `AND status <> 'SENT'`,
+    replace: `AND status = 'PENDING'`,
+    model: ['notifications'],
+    integration: ['notifications.truth', 'notifications.webhook'],
+    required: true,
+  },
+  {
+    id: 'M6',
+    rule: 'a success is a success once its status line arrives, whatever its body does',
+    file: 'src/modules/notifications/notifier.ts',
+    find: `      settle();
+      resolve({ status: res.statusCode ?? 0, location: res.headers.location });`,
+    replace: `      res.on('end', () => {
+        settle();
+        resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+      });
+      res.on('close', () => reject(new Error(timeout.message)));`,
+    model: ['notifications'],
+    integration: ['notifications.faults'],
+    required: true,
+  },
+  {
+    id: 'M7',
+    rule: 'a row being sent is claimed again only once it is stale',
+    file: `${DELIVERY}/claim.ts`,
+    find: `OR (status::text = 'SENDING' AND sending_at < now() - \${stale}))`,
+    replace: `OR (status::text = 'SENDING'))`,
+    model: ['notifications'],
+    integration: ['notifications.faults'],
+    required: true,
+  },
+];
