@@ -1,5 +1,5 @@
 --[[
-due-index (a library, not a script: scripts.ts puts it in front of every
+due-index (a library, not a script: scripts/registry.ts puts it in front of every
 script that reads or moves pending jobs)
 
 The pending jobs of a queue shard, in due-time order, kept in small ZSET

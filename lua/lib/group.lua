@@ -1,5 +1,5 @@
 --[[
-group (a library, not a script: scripts.ts puts it in front of the batcher's
+group (a library, not a script: scripts/registry.ts puts it in front of the batcher's
 scripts)
 
 A group's waiting items are a ZSET scored by arrival; the groups ZSET lists

@@ -1,5 +1,5 @@
 --[[
-record (a library, not a script: scripts.ts puts it in front of every script
+record (a library, not a script: scripts/registry.ts puts it in front of every script
 that reads or writes a job record)
 
 The job record in the jobs HASH, read and written only through these

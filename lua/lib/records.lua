@@ -1,5 +1,5 @@
 --[[
-records (a library, not a script: scripts.ts puts it in front of every script
+records (a library, not a script: scripts/registry.ts puts it in front of every script
 that reads or writes job records)
 
 Where a queue shard keeps its job records (their format is lib/record.lua):

@@ -1,5 +1,5 @@
 --[[
-time (a library, not a script: scripts.ts puts it in front of every script
+time (a library, not a script: scripts/registry.ts puts it in front of every script
 that reads the clock)
 
 Every due, lease and arrival decision is made on the Redis server's clock, so

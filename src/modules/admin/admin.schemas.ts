@@ -11,7 +11,7 @@ export const redriveAllQuerySchema = z.strictObject({ max: z.coerce.number().int
 export const latenessQuerySchema = z.strictObject({ minutes: z.coerce.number().int().min(1).max(15).default(5) });
 export const batchesQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) });
 
-/** As the engine checks it (queue.ts checkId); the engine stays the authority and checks again. */
+/** As the engine checks it (producer/schedule-input.ts checkId); the engine stays the authority and checks again. */
 export const jobIdSchema = plainText(1, 256).meta({ description: 'a job id, e.g. order:<uuid>:expire (URL-encoded)' });
 export const JOB_ID_MESSAGE = 'job id must be 1..256 characters without control characters';
 
