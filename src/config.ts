@@ -2,6 +2,7 @@
 // once at start. The only reader of process.env. A wrong value stops the
 // service with a message naming the variable.
 import { z } from 'zod';
+import { maskUrlPassword, urlPassword } from './core/url-password.js';
 import { parseWebhookSecrets } from './core/webhook-secrets.js';
 import { checkSchedule } from './queue/index.js';
 
@@ -225,8 +226,25 @@ const checked = schema.superRefine((c, ctx) => {
 /** A bad value as the error shows it: never a secret, nor a password inside a URL (the message goes to logs). */
 function shown(name: string, value: string | undefined): string {
   if (value === undefined) return 'nothing';
-  if (/(SECRET|TOKEN|PASSWORD|_KEY)$/.test(name)) return 'a value, hidden';
-  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@'));
+  if (SECRET_NAME.test(name)) return 'a value, hidden';
+  return JSON.stringify(maskUrlPassword(value));
+}
+
+/** Variables holding a secret: never shown, a placeholder refused. */
+const SECRET_NAME = /(SECRET|TOKEN|PASSWORD|_KEY)$/;
+
+/**
+ * The variables still holding a placeholder (`change-me...`, as .env.example
+ * ships them), as a secret or as a URL's password: a deployment started
+ * before its secrets were set would run with ones anybody can read.
+ */
+function placeholders(env: Readonly<Record<string, string | undefined>>): string[] {
+  return Object.entries(env).flatMap(([name, value]) => {
+    if (value === undefined || !(name in schema.shape)) return [];
+    const secret = SECRET_NAME.test(name) ? value : urlPassword(value);
+    if (secret === null || !/^change-me/i.test(secret)) return [];
+    return [`  ${name}: ${SECRET_NAME.test(name) ? 'is' : 'has a password that is'} a placeholder (change-me...): set a real secret (openssl rand -hex 24)`];
+  });
 }
 
 function isTimeZone(tz: string): boolean {
@@ -249,7 +267,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable counts as unset, as in most deployment tools.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const r = checked.safeParse(cleaned);
-  if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${shown(String(i.path[0]), env[String(i.path[0])])})`);
+  const refused = placeholders(cleaned);
+  if (r.success && refused.length === 0) return r.data;
+  const issues = r.success ? [] : r.error.issues;
+  const lines = [...issues.map((i) => `  ${i.path.join('.')}: ${i.message} (got ${shown(String(i.path[0]), env[String(i.path[0])])})`), ...refused];
   throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
 }

@@ -18,6 +18,7 @@ import { startEmbeddedDb } from './core/embedded-db.js';
 import type { Logger } from './core/logger.js';
 import { createMetrics } from './core/metrics.js';
 import { migrate } from './core/migrate.js';
+import { maskUrlPassword } from './core/url-password.js';
 import type { ServiceModule } from './core/module.js';
 import { type RedisClient, closeRedis, createRedis, redisTargetOf, whenReady } from './core/redis.js';
 import { createAppointmentsModule } from './modules/appointments/appointments.module.js';
@@ -184,5 +185,5 @@ async function ensureDevelopmentKey(keys: ApiKeyStore, dataDir: string, log: Log
 }
 
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  return maskUrlPassword(url);
 }

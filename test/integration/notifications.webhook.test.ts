@@ -95,7 +95,7 @@ describe('webhook delivery', () => {
     expect(await row(id)).toMatchObject({ status: 'FAILED', attempts: 4, lastError: 'webhook failed: HTTP 503' });
     expect(callsFor(id)).toHaveLength(4);
     const listed = await svc.api().get(`/notifications?appointmentId=${(await row(id)).appointmentId}`);
-    expect(listed.body.notifications).toMatchObject([{ id, status: 'FAILED', attempts: 4 }]);
+    expect(listed.body.notifications).toMatchObject([{ id, status: 'FAILED', attempts: 4, lastError: 'HTTP 503' }]); // a category; the row keeps the text
 
     hook.setBehaviour(() => 'ok');
     expect(await redriveOne(notificationsQueue(), svc.module('notifications').redrives, jobId)).toBe(true);

@@ -80,3 +80,42 @@ describe('config', () => {
     );
   });
 });
+
+describe('config secrets', () => {
+  const admin = 'a'.repeat(40);
+  it.each([
+    ['ADMIN_TOKEN', 'change-me-to-a-real-admin-token-0123456789', 'is a placeholder'],
+    ['NOTIFY_WEBHOOK_SECRET', 'change-me-webhook-secret', 'is a placeholder'],
+    ['DATABASE_URL', 'postgresql://orders_app:change-me-app-password@postgres:5432/orders', 'has a password that is a placeholder'],
+    ['REDIS_URL', 'redis://:change-me-redis-password@redis:6379', 'has a password that is a placeholder'],
+    ['REDIS_URL', 'redis://:Change-Me-Later@redis:6379', 'has a password that is a placeholder'],
+  ])('refuses %s holding a change-me placeholder, naming the variable and not the value', (name, value, says) => {
+    const env = { NOTIFY_WEBHOOK_URL: 'https://hooks.example/n', ADMIN_TOKEN: admin, [name]: value };
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(`${name}: ${says} \\(change-me\\.\\.\\.\\)`));
+    expect(() => loadConfig(env)).not.toThrow(new RegExp(value.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')));
+  });
+
+  it('takes real secrets, and a password that only mentions change-me', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://:not-change-me@redis:6379', ADMIN_TOKEN: admin }).ADMIN_TOKEN).toBe(admin);
+    expect(loadConfig({ DATABASE_URL: 'postgresql://orders_app@postgres:5432/orders' }).DATABASE_URL).toBeDefined();
+  });
+
+  it('reports a placeholder beside the other bad values', () => {
+    expect(() => loadConfig({ PORT: 'abc', REDIS_URL: 'redis://:change-me@redis:6379' })).toThrow(/PORT: [^]*REDIS_URL: has a password that is a placeholder/);
+  });
+
+  it('masks a password holding a raw @ whole, with the URL parser', () => {
+    // A bad scheme, so the URL is shown in the error: its password must not be.
+    const err = (() => {
+      try {
+        loadConfig({ DATABASE_URL: 'mysql://orders:p@ss@word@db.example:5432/orders' });
+      } catch (e) {
+        return String(e);
+      }
+      return '';
+    })();
+    expect(err).toMatch(/DATABASE_URL: .*\(got "mysql:\/\/orders:\*\*\*@db\.example:5432\/orders"\)/);
+    expect(err).not.toMatch(/ss|word/);
+  });
+});

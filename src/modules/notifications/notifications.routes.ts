@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { HTTP_ERRORS, route, type RouteTable } from '../../core/http/route.js';
 import type { NotificationRow } from '../../core/delivery/index.js';
+import { errorCategory } from './error-category.js';
 import type { NotificationsRepository } from './notifications.repository.js';
 import { type NotificationJson, notificationFilterSchema, notificationJsonSchema } from './notifications.schemas.js';
 
@@ -40,7 +41,7 @@ function toJson(n: NotificationRow): NotificationJson {
     recipient: n.recipient,
     payload: n.payload,
     attempts: n.attempts,
-    lastError: n.lastError,
+    lastError: errorCategory(n.lastError),
     createdAt: n.createdAt.toISOString(),
     sentAt: n.sentAt?.toISOString() ?? null,
   };

@@ -21,7 +21,10 @@ export const notificationJsonSchema = z.object({
   recipient: z.string().nullable(),
   payload: z.unknown(),
   attempts: z.int(),
-  lastError: z.string().nullable(),
+  lastError: z.string().nullable().meta({
+    description:
+      "why the last attempt failed, as a category: unreachable, timeout, TLS failure, HTTP <status>, refused (HTTP <4xx>), redirect refused, withdrawn (...), given up (...), failed; the receiver's details stay in the service's logs",
+  }),
   createdAt: instantOut,
   sentAt: instantOut.nullable(),
 });

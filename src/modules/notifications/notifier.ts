@@ -80,17 +80,20 @@ export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: numb
         );
         const { status, location } = answer;
         if (status >= 200 && status < 300) return;
-        // A 307 or 308 is followed with the same body (as fetch did: an
-        // endpoint moved to https, or a trailing slash added); another
-        // redirect would turn the POST into a GET, which delivers nothing.
+        // A 307 or 308 within the endpoint's origin is followed with the same
+        // body (a trailing slash added, a path moved). Another origin is not:
+        // the signed body carries a contact, and the receiver would choose
+        // where it goes (loopback, a metadata address). Refused, not retried:
+        // the receiver answers the same every time, so only an operator
+        // (the endpoint's URL changed, then a redrive) can settle it.
         if (status >= 300 && status < 400) {
-          const next = location ? redirectTarget(target, location) : null;
+          const next = location ? redirectTarget(url, target, location) : null;
           if ((status === 307 || status === 308) && next && hop < MAX_REDIRECTS) {
             target = next;
             continue;
           }
           throw new NonRetryableError(
-            `webhook answered HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 to http(s), never from https to http, are followed; set the endpoint's URL`,
+            `${REDIRECT_REFUSED}: HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 within the endpoint's origin (${url.origin}) are followed; set the endpoint's URL`,
           );
         }
         // The receiver says the request itself is wrong: sending it again cannot help.
@@ -109,12 +112,14 @@ const MAX_REDIRECTS = 3;
 /** Least time left worth a call's next hop (ms). */
 const MIN_CALL_MS = 50;
 
-/** Where a redirect's Location points from `from`, if an http(s) URL and not from https down to http (the body is a contact's). */
-function redirectTarget(from: URL, location: string): URL | null {
+/** Prefix of the error of a redirect not followed (errorCategory reads it). */
+export const REDIRECT_REFUSED = 'webhook redirect not followed';
+
+/** Where a redirect's Location points from `from`, if within `endpoint`'s origin (scheme, host and port). */
+function redirectTarget(endpoint: URL, from: URL, location: string): URL | null {
   try {
     const to = new URL(location, from);
-    if (from.protocol === 'https:' && to.protocol !== 'https:') return null;
-    return to.protocol === 'http:' || to.protocol === 'https:' ? to : null;
+    return to.origin === endpoint.origin ? to : null;
   } catch {
     return null;
   }
