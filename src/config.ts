@@ -1,6 +1,7 @@
 // The service's configuration: every environment variable, parsed and checked
 // once at start. The only reader of process.env. A wrong value stops the
 // service with a message naming the variable.
+import { isSupportedCountry } from 'libphonenumber-js';
 import { z } from 'zod';
 import { maskUrlPassword, urlPassword } from './core/url-password.js';
 import { parseWebhookSecrets } from './core/webhook-secrets.js';
@@ -80,6 +81,17 @@ const schema = z.object({
   // hour, whichever client asks: a leaked key cannot make us a spam relay.
   // Over it: 429 CONTACT_RATE_LIMITED.
   REMINDERS_PER_CONTACT_PER_HOUR: int(1, 100_000).default(10),
+  // Region (two letters, e.g. GB) of SMS contacts given in national form
+  // (07911 123456). Unset: an SMS contact must be international (+44 ...), as
+  // a national number alone does not say which country it is in.
+  PHONE_DEFAULT_REGION: z
+    .string()
+    .transform((v, ctx) => {
+      if (isSupportedCountry(v)) return v;
+      ctx.addIssue({ code: 'custom', message: 'must be a two-letter region code in upper case, e.g. GB' });
+      return z.NEVER;
+    })
+    .optional(),
   // Connections per process to PostgreSQL (the embedded database always uses 1).
   DATABASE_POOL_SIZE: int(1, 200).default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -57,7 +57,7 @@ class RemindNow extends Step<Model> {
       '/appointments',
       {
         customerId: r.tag,
-        contact: `${r.tag}@example.com`,
+        contact: '+447911123456',
         channel: 'sms',
         startsAt: new Date(Date.now() + 600_000).toISOString(),
         remindBeforeSeconds: 3_600,

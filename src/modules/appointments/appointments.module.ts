@@ -26,6 +26,7 @@ export type AppointmentsModuleConfig = QueueConfig &
     | 'APPOINTMENT_RECONCILE_GRACE_SECONDS'
     | 'APPOINTMENT_RECONCILE_AFTER_START_SECONDS'
     | 'REMINDERS_PER_CONTACT_PER_HOUR'
+    | 'PHONE_DEFAULT_REGION'
   >;
 
 export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; config: AppointmentsModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
@@ -45,6 +46,7 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     log,
     defaultLeadSeconds: config.REMINDER_LEAD_SECONDS,
     perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour),
+    phoneRegion: config.PHONE_DEFAULT_REGION,
   });
   const reconcile = createAppointmentsReconcile({
     repo,

@@ -18,6 +18,8 @@ const id = { schema: appointmentIdSchema, status: 400, code: 'INVALID_APPOINTMEN
 const NOT_FOUND = { status: 404, code: 'APPOINTMENT_NOT_FOUND' };
 const IN_PAST = { status: 422, code: 'STARTS_AT_IN_PAST' };
 const TOO_FAR = { status: 422, code: 'STARTS_AT_TOO_FAR' };
+/** Not one phone number (sms) or one mailbox (email). */
+const BAD_CONTACT = { status: 422, code: 'INVALID_CONTACT' };
 const appointment = (description: string) => ({ description, schema: appointmentJsonSchema });
 
 /** Past REMINDERS_PER_CONTACT_PER_HOUR for the contact (with Retry-After). */
@@ -39,7 +41,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         responses: {
           201: { ...appointment('the appointment, BOOKED'), headers: CREATED_HEADERS },
         },
-        errors: [IN_PAST, TOO_FAR, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
+        errors: [IN_PAST, TOO_FAR, BAD_CONTACT, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
         handle: async ({ body, idempotencyKey }, res) => {
           const { appointment: a, replayed } = await service.book(body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');

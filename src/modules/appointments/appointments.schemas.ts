@@ -14,7 +14,10 @@ const lead = z.int().min(0).max(MAX_LEAD_SECONDS);
 
 export const bookAppointmentSchema = z.strictObject({
   customerId: plainText(1, 64),
-  contact: plainText(3, 254),
+  contact: plainText(3, 254).meta({
+    description:
+      'sms: one phone number, international (+44 7911 123456; national only with PHONE_DEFAULT_REGION), stored in E.164; email: one address, name@domain. Else 422 INVALID_CONTACT',
+  }),
   channel: channelSchema,
   startsAt: instant,
   remindBeforeSeconds: lead.optional(),

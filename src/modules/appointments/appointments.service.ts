@@ -2,6 +2,7 @@
 // reminder work behind them. PostgreSQL decides; the queue is told after the
 // commit, best effort, and the reconciliation pass repairs what it missed.
 import { createHash, randomUUID } from 'node:crypto';
+import type { CountryCode } from 'libphonenumber-js';
 import { AppError } from '../../core/errors.js';
 import { type Settled, settleEach } from '../../core/gather.js';
 import { gatherSchedules } from '../../core/module-queue.js';
@@ -15,6 +16,7 @@ import type { Queue, ScheduleInput } from '../../queue/index.js';
 import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
 import { rowJobId } from '../../core/row-job-id.js';
+import { type Channel, checkedContact, contactIdentity } from './appointments.contact.js';
 
 export const REMIND_JOB = 'appointment.remind';
 /** Bookings sharing one INSERT and one schedule call at most. */
@@ -48,24 +50,6 @@ function mustBeFuture(startsAt: Date | undefined): void {
   if (startsAt.getTime() > Date.now() + MAX_AHEAD_MS) throw new AppError('STARTS_AT_TOO_FAR', 422, `startsAt must be within ${MAX_AHEAD_YEARS} years from now`);
 }
 
-/**
- * Who a contact reaches, for the per-contact limit: a phone number as its
- * digits (a leading 00 read as +; spaces, dashes, brackets and invisible
- * characters dropped), a mailbox in NFKC lower case without invisible
- * characters, a +tag or the domain's trailing dot.
- */
-export function contactIdentity(channel: 'sms' | 'email', contact: string): string {
-  const plain = contact
-    .normalize('NFKC')
-    .replace(/[\p{Cf}\s]/gu, '')
-    .toLowerCase();
-  if (channel === 'sms') return `sms:${plain.replace(/^00/, '+').replace(/\D/g, '')}`;
-  const at = plain.lastIndexOf('@');
-  const local = (at < 0 ? plain : plain.slice(0, at)).replace(/\+.*$/, '');
-  const domain = at < 0 ? '' : plain.slice(at + 1).replace(/\.+$/, '');
-  return `email:${local}@${domain}`;
-}
-
 export type RemindResult = { kind: 'written' } | { kind: 'already_written' } | { kind: 'not_due'; inMs: number } | { kind: 'moved' } | { kind: 'not_booked' };
 
 export function createAppointmentsService(d: {
@@ -76,6 +60,8 @@ export function createAppointmentsService(d: {
   defaultLeadSeconds: number;
   /** Reminders booked or moved per contact (REMINDERS_PER_CONTACT_PER_HOUR). */
   perContact: RateLimit;
+  /** Region of SMS contacts given without a country code (PHONE_DEFAULT_REGION); none: international only. */
+  phoneRegion?: CountryCode | undefined;
 }) {
   const { repo, queue, log } = d;
   // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
@@ -89,7 +75,7 @@ export function createAppointmentsService(d: {
    * (contactIdentity), so other spellings of one number or mailbox share it
    * and no contact is written into a Redis key.
    */
-  async function mayRemind(channel: 'sms' | 'email', contact: string): Promise<void> {
+  async function mayRemind(channel: Channel, contact: string): Promise<void> {
     const verdict = await d.perContact.take(createHash('sha256').update(contactIdentity(channel, contact)).digest('hex'));
     if (verdict.ok) return;
     throw new AppError('CONTACT_RATE_LIMITED', 429, 'this contact has had its hourly number of reminders booked or moved', undefined, {
@@ -213,11 +199,13 @@ export function createAppointmentsService(d: {
         find: (key) => repo.findByIdempotencyKey(key),
         insert: async (key, hash) => {
           mustBeFuture(input.startsAt);
-          await mayRemind(input.channel, input.contact);
+          // Checked here, as the start is: a replay is answered as it was.
+          const contact = checkedContact(input.channel, input.contact, d.phoneRegion);
+          await mayRemind(input.channel, contact);
           return inserts.submit({
             id: randomUUID(),
             customerId: input.customerId,
-            contact: input.contact,
+            contact,
             channel: input.channel === 'sms' ? 'SMS' : 'EMAIL',
             startsAt: input.startsAt,
             remindBeforeSeconds: input.remindBeforeSeconds ?? d.defaultLeadSeconds,
