@@ -11,10 +11,13 @@ import type { Metrics } from './core/metrics.js';
 import { cors } from './core/http/cors.js';
 import { docsRoutes } from './core/http/docs.routes.js';
 import { errorMiddleware, notFound } from './core/http/error-middleware.js';
+import { methodNotAllowed } from './core/http/method-not-allowed.js';
+import { metricsRoutes } from './core/http/metrics.routes.js';
 import { type OpenApiDocument, openApiDocument } from './core/http/openapi.js';
 import { opsRoutes } from './core/http/ops.routes.js';
 import { type RouteTable, routerOf } from './core/http/route.js';
 import type { Logger } from './core/logger.js';
+import type { RateLimit } from './core/rate-limit.js';
 
 export type AppDeps = {
   readonly log: Logger;
@@ -27,6 +30,12 @@ export type AppDeps = {
   /** Browser origins allowed to call the API (CORS_ORIGINS); none: no CORS headers at all. */
   readonly corsOrigins?: readonly string[];
   readonly metrics?: Metrics;
+  /** GET /metrics here (the default with `metrics`), behind this bearer token when given; 'elsewhere': its own listener serves it. */
+  readonly metricsRoute?: { readonly token?: string } | 'elsewhere';
+  /** The per-address limit of the public routes (publicLimit); none: unlimited. */
+  readonly publicLimit?: RequestHandler;
+  /** The per-address brake failed bearer tokens (admin, metrics) count in, the API keys' one. */
+  readonly authFailures?: RateLimit;
 };
 
 const INFO = {
@@ -56,10 +65,13 @@ export function createApp(deps: AppDeps): Express {
 
   // Built once, before the first request: a schema that cannot be described fails the start, not /docs.
   const built: { document?: OpenApiDocument } = {};
-  const tables = [opsRoutes(deps), docsRoutes(() => built.document as OpenApiDocument), ...(deps.routes ?? [])];
+  const metrics = deps.metrics && deps.metricsRoute !== 'elsewhere' ? [metricsRoutes(deps.metrics, deps.metricsRoute?.token)] : [];
+  const tables = [opsRoutes(deps), ...metrics, docsRoutes(() => built.document as OpenApiDocument), ...(deps.routes ?? [])];
   built.document = openApiDocument(INFO, tables);
-  for (const table of tables) app.use(routerOf(table, deps.guard));
+  const extras = { publicLimit: deps.publicLimit, failures: deps.authFailures };
+  for (const table of tables) app.use(routerOf(table, deps.guard, extras));
 
+  app.use(methodNotAllowed(tables));
   app.use(notFound);
   app.use(errorMiddleware(deps.log));
   return app;

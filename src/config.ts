@@ -18,6 +18,8 @@ const hostPorts = z
   .transform((v) => v.split(',').map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })))
   .refine((nodes) => nodes.every((n) => n.port >= 1 && n.port <= 65_535), 'ports must be 1..65535');
 
+const bearerToken = z.string().min(32, 'must be at least 32 characters (e.g. openssl rand -hex 24)');
+
 const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 const webhookSecrets = z.string().transform((v, ctx) => {
@@ -58,7 +60,19 @@ const schema = z.object({
   // Where the embedded database keeps its files.
   DATA_DIR: z.string().min(1).default('.data'),
   // Bearer token of the admin API (/admin). Unset: the admin API is disabled.
-  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // 32 characters at least: about 128 bits when random (openssl rand -hex 24).
+  ADMIN_TOKEN: bearerToken.optional(),
+  // Serve GET /metrics on its own listener at this port (and METRICS_HOST), not
+  // on the API's: a firewall or the network can then keep it internal.
+  METRICS_PORT: int(1, 65_535).optional(),
+  // Interface of that listener. Unset: HOST.
+  METRICS_HOST: z.string().min(1).optional(),
+  // Bearer token GET /metrics then needs (compared in constant time). Unset: /metrics is open.
+  METRICS_TOKEN: bearerToken.optional(),
+  // Requests a second per address (bursts of as many) on the routes without a
+  // credential (health, readiness, metrics, the documents and pages), counted
+  // by each instance. Over it: 429 RATE_LIMITED.
+  PUBLIC_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(20),
   // Browser origins (scheme://host[:port], comma-separated) allowed to call the
   // API from a page (CORS). Unset: no CORS headers, no browser page of another origin can read it.
   CORS_ORIGINS: z
@@ -206,6 +220,12 @@ const checked = schema.superRefine((c, ctx) => {
   // another worker sends the same notification again.
   if (c.NOTIFY_TIMEOUT_MS * 2 > c.WORKER_LEASE_MS) {
     ctx.addIssue({ code: 'custom', path: ['NOTIFY_TIMEOUT_MS'], message: `must be at most half of WORKER_LEASE_MS (${c.WORKER_LEASE_MS})` });
+  }
+  if (c.METRICS_PORT !== undefined && c.METRICS_PORT === c.PORT) {
+    ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT' });
+  }
+  if (c.METRICS_HOST !== undefined && c.METRICS_PORT === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['METRICS_HOST'], message: 'is set without METRICS_PORT' });
   }
   // A secret without its endpoint is a mistake that would leave calls unsigned.
   for (const [secret, url] of [

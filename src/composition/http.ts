@@ -1,10 +1,13 @@
 // The API role's wiring: the modules' route tables, the operators' (only with
-// ADMIN_TOKEN), the express app and its listening server, closed first on stop.
+// ADMIN_TOKEN), the express app and its listening server, closed first on stop,
+// and with METRICS_PORT the metrics listener beside it.
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { createApp } from '../app.js';
 import { apiKeyStore } from '../core/auth/api-keys.js';
 import { apiKeyGuard } from '../core/auth/guard.js';
+import { metricsApp } from '../core/http/metrics.routes.js';
+import { publicLimit } from '../core/http/public-limit.js';
 import { rateLimit } from '../core/rate-limit.js';
 import type { Config } from '../config.js';
 import type { Db } from '../core/db.js';
@@ -44,19 +47,37 @@ export async function startHttp(o: {
     );
   } else log.warn('ADMIN_TOKEN not set: the admin API (/admin) and its dashboard are disabled');
   const perSecond = config.API_RATE_LIMIT_PER_SECOND;
-  const failures = config.AUTH_FAILURES_PER_MINUTE;
-  const guard = apiKeyGuard({
-    keys,
-    perKey: rateLimit(o.redis, config.QUEUE_PREFIX, 'key', perSecond, perSecond),
-    failures: rateLimit(o.redis, config.QUEUE_PREFIX, 'authfail', failures / 60, failures),
+  const perMinute = config.AUTH_FAILURES_PER_MINUTE;
+  // One brake per address for every credential: API keys, the admin token, the metrics token.
+  const failures = rateLimit(o.redis, config.QUEUE_PREFIX, 'authfail', perMinute / 60, perMinute);
+  const guard = apiKeyGuard({ keys, perKey: rateLimit(o.redis, config.QUEUE_PREFIX, 'key', perSecond, perSecond), failures, log });
+  // One budget per address across both listeners: they share this process's event loop.
+  const limit = publicLimit(config.PUBLIC_RATE_LIMIT_PER_SECOND);
+  const metricsToken = config.METRICS_TOKEN;
+  const app = createApp({
     log,
+    redis: o.redis,
+    db: o.db,
+    routes,
+    metrics: o.metrics,
+    metricsRoute: config.METRICS_PORT ? 'elsewhere' : { token: metricsToken },
+    publicLimit: limit,
+    authFailures: failures,
+    guard,
+    corsOrigins: config.CORS_ORIGINS,
   });
-  const app = createApp({ log, redis: o.redis, db: o.db, routes, metrics: o.metrics, guard, corsOrigins: config.CORS_ORIGINS });
   const server = await listen(app, config.PORT, config.HOST);
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   log.info({ port }, 'http listening');
   o.stack.push({ name: 'http', stop: () => closeServer(server) });
+  if (config.METRICS_PORT) {
+    const host = config.METRICS_HOST ?? config.HOST;
+    const own = metricsApp({ metrics: o.metrics, token: metricsToken, log, publicLimit: limit, failures });
+    const metricsServer = await listen(own, config.METRICS_PORT, host);
+    log.info({ port: config.METRICS_PORT, host }, 'metrics listening');
+    o.stack.push({ name: 'metrics http', stop: () => closeServer(metricsServer) });
+  }
   return { port, app };
 }
 

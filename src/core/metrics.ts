@@ -13,6 +13,12 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
  * when it matters: the depths are then left out and ots_queue_stats_up is 0.
  */
 const QUEUE_STATS_TIMEOUT_MS = 500;
+/**
+ * An exposition is served to every scrape for this long after it was made, and
+ * one is made at a time: a flood of scrapes costs one collection (a stats
+ * script per queue shard, ~190 kB of text) a second, not one per request.
+ */
+const EXPOSITION_CACHE_MS = 1_000;
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -84,8 +90,32 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const collections = new Counter({
+    name: 'ots_metrics_collections_total',
+    help: 'Expositions collected for /metrics (at most one a second, shared by the scrapes meanwhile)',
+    registers: [registry],
+  });
+  let cached: { text: string; at: number } | undefined;
+  let collecting: Promise<string> | undefined;
+
   return {
     registry,
+    /** The text exposition: the cached one when less than EXPOSITION_CACHE_MS old, else the one being collected (started if none is). */
+    exposition(): Promise<string> {
+      if (cached && Date.now() - cached.at < EXPOSITION_CACHE_MS) return Promise.resolve(cached.text);
+      collecting ??= (async () => {
+        collections.inc();
+        try {
+          const text = await registry.metrics();
+          // Aged from its end: a slow collection is not followed at once by the next.
+          cached = { text, at: Date.now() };
+          return text;
+        } finally {
+          collecting = undefined;
+        }
+      })();
+      return collecting;
+    },
     watchQueues(queues: readonly Queue[]): void {
       watched = queues;
     },

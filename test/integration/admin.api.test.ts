@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queue } from '../../src/queue/producer/queue.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { parseExposition, valueOf } from '../helpers/prometheus.js';
-import { redisClient, waitFor } from '../helpers/redis.js';
+import { redisClient, sleep, waitFor } from '../helpers/redis.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
-const TOKEN = 'test-admin-token-0123456789';
+const TOKEN = 'test-admin-token-0123456789abcdefgh';
 let tdb: TestDb;
 let svc: TestService;
 let redis: RedisClient;
@@ -176,6 +176,7 @@ describe('metrics', () => {
     await orders.schedule({ id: ok, type: 'order.expire', delayMs: 0, payload: { orderId: '00000000-0000-4000-8000-000000000009' } });
     expect(await waitFor(async () => (await orders.get(ok)) === null, 3_000, 20)).toBe(true);
     await svc.api().get('/orders/00000000-0000-4000-8000-000000000009');
+    await sleep(1_100); // a scrape within a second of the one before gets its cached text
     const after = await scrape();
 
     const q = { queue: 'orders' };

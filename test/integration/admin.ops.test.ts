@@ -10,7 +10,7 @@ import { createTestDb, type TestDb } from '../helpers/db.js';
 import { redisClient, waitFor } from '../helpers/redis.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
-const TOKEN = 'ops-admin-token-0123456789';
+const TOKEN = 'ops-admin-token-0123456789abcdefgh';
 let tdb: TestDb;
 let svc: TestService;
 let redis: RedisClient;

@@ -16,7 +16,7 @@ import { redisClient } from '../helpers/redis.js';
 import { orderBody } from '../helpers/bodies.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
-const TOKEN = 'openapi-admin-token-0123456789';
+const TOKEN = 'openapi-admin-token-0123456789abcd';
 /** The Redocly CLI's entry, run with this Node. */
 const REDOCLY = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js');
 type Doc = {

@@ -25,7 +25,7 @@ import { orderBody } from '../helpers/bodies.js';
 import { expireJobId } from '../../src/modules/orders/orders.service.js';
 import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
 
-const ADMIN_TOKEN = 'outage-test-admin-token';
+const ADMIN_TOKEN = 'outage-test-admin-token-0123456789';
 const SOCKET_TIMEOUT_MS = 3_000;
 // Answers due within about 2 s (one bounded Redis call after the database
 // work); the margin is for a slow, busy machine.

@@ -8,7 +8,7 @@ import { redisClient, waitFor } from '../helpers/redis.js';
 import { orderBody } from '../helpers/bodies.js';
 import { startTestService, stopTestService, type TestService } from '../helpers/service.js';
 
-const TOKEN = 'reports-admin-token-0123456789';
+const TOKEN = 'reports-admin-token-0123456789abcd';
 let tdb: TestDb;
 let svc: TestService;
 

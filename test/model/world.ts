@@ -60,7 +60,7 @@ export const MODEL_TIMINGS = {
 export const mayHaveTimedOut = (c: Received): boolean => c.answeredAt !== undefined && c.answeredAt - c.at >= MODEL_TIMINGS.NOTIFY_TIMEOUT_MS / 2;
 
 /** The admin API's token in the world (a suite may redrive dead jobs). */
-export const MODEL_ADMIN_TOKEN = 'model-suite-admin-token';
+export const MODEL_ADMIN_TOKEN = 'model-suite-admin-token-0123456789';
 
 const ENV: Readonly<Record<string, string>> = {
   HOST: '127.0.0.1',

@@ -68,6 +68,24 @@ describe('config', () => {
     expect(loadConfig({ WORKER_LEASE_MS: '1500', NOTIFY_TIMEOUT_MS: '750' }).NOTIFY_TIMEOUT_MS).toBe(750);
   });
 
+  // A bearer token is guessed offline from nothing: 32 characters, about 128 bits when random.
+  it('refuses an admin or metrics token shorter than 32 characters, naming the variable and hiding the value', () => {
+    for (const name of ['ADMIN_TOKEN', 'METRICS_TOKEN']) {
+      const short = 'a'.repeat(31);
+      expect(() => loadConfig({ [name]: short })).toThrow(new RegExp(`${name}: must be at least 32 characters.*got a value, hidden`));
+      expect(() => loadConfig({ [name]: short })).not.toThrow(new RegExp(short));
+      expect(loadConfig({ [name]: 'b'.repeat(32) })[name as 'ADMIN_TOKEN']).toBe('b'.repeat(32));
+    }
+  });
+
+  it('keeps the metrics listener off the API port', () => {
+    expect(loadConfig({}).METRICS_PORT).toBeUndefined();
+    expect(loadConfig({ METRICS_PORT: '9464' }).METRICS_PORT).toBe(9_464);
+    expect(() => loadConfig({ PORT: '9464', METRICS_PORT: '9464' })).toThrow(/METRICS_PORT: must differ from PORT/);
+    expect(() => loadConfig({ METRICS_HOST: '127.0.0.1' })).toThrow(/METRICS_HOST: is set without METRICS_PORT/);
+    expect(loadConfig({}).PUBLIC_RATE_LIMIT_PER_SECOND).toBe(20);
+  });
+
   // A dead job an operator may still redrive must find its row: history goes only after dead jobs do.
   it('keeps history longer than dead jobs, or not at all', () => {
     expect(loadConfig({}).RETENTION_DAYS).toBeUndefined();

@@ -9,18 +9,17 @@
 // keys that fail are counted per address; past their limit that address gets
 // 429 instead of lookups, except for keys this instance has seen valid lately
 // (a stranger's failures cannot lock out the clients sharing its address).
-import { isIP } from 'node:net';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from '../logger.js';
 import { type RateLimit, retryAfterSeconds } from '../rate-limit.js';
+import { addressOf } from '../http/client-address.js';
 import { sendProblem } from '../http/problem.js';
+import { KNOWN_GOOD_MS, tooManyFailures } from './failure-brake.js';
 import { type ApiKeyStore, type Client, parseKey } from './api-keys.js';
 import type { Scope } from './scopes.js';
 
 /** How long a lookup's verdict (valid or not) is believed, from the lookup's start: the bound on how late a revocation takes effect. */
 export const CACHE_MS = 500;
-/** A key seen valid this recently is looked up even from a braked address. */
-const KNOWN_GOOD_MS = 15 * 60_000;
 const CACHE_MAX = 10_000;
 const TOUCH_EVERY_MS = 60_000;
 const BEARER = /^Bearer +(\S+)$/i;
@@ -130,37 +129,6 @@ export function apiKeyGuard(o: {
       };
     },
   };
-}
-
-function tooManyFailures(res: Response, ms: number): void {
-  res.set('Retry-After', retryAfterSeconds(ms));
-  sendProblem(res, { status: 429, code: 'TOO_MANY_AUTH_FAILURES', title: 'Too many failed authentications from this address' });
-}
-
-/**
- * The peer's address as a bucket name: an IPv4 address, or the /64 of an IPv6
- * one (a host usually holds a whole /64), or "unknown"; never a raw header.
- * Behind a proxy every client shares its address: the brake then only counts
- * that proxy's failures (known-good keys still pass).
- */
-function addressOf(req: Request): string {
-  const ip = req.socket.remoteAddress ?? '';
-  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-  if (v4 && isIP(v4[1] as string) === 4) return v4[1] as string;
-  if (isIP(ip) !== 6) return 'unknown';
-  const groups = expandIpv6(ip);
-  return groups ? `${groups.slice(0, 4).join('_')}_64` : 'unknown';
-}
-
-/** The eight groups of an IPv6 address (without an embedded IPv4 tail), or null. */
-function expandIpv6(ip: string): string[] | null {
-  const [head, tail, ...more] = ip.toLowerCase().split('::');
-  if (more.length > 0 || (head ?? '').includes('.') || (tail ?? '').includes('.')) return null;
-  const h = head ? head.split(':') : [];
-  const t = tail ? tail.split(':') : [];
-  const fill = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
-  const all = [...h, ...fill, ...t];
-  return all.length === 8 ? all.map((g) => g.replace(/^0+(?=.)/, '')) : null;
 }
 
 /** The client a guarded route was called by (set by the guard). */

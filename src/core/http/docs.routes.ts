@@ -29,8 +29,10 @@ const PAGE = `<!doctype html>
 // A file of its own, not an inline script: the page's Content-Security-Policy runs only scripts of this origin.
 const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true });\n`;
 
-/** `document` is read when asked for: it describes these routes too, so it is built after them. */
+/** `document` is read when first asked for: it describes these routes too, so it is built after them. */
 export function docsRoutes(document: () => OpenApiDocument): RouteTable {
+  // Serialised once (~115 kB): the document never changes while the process runs, and anyone may ask for it.
+  let text: string | undefined;
   return {
     tag: 'documentation',
     description: 'This document and a page to browse it.',
@@ -42,7 +44,8 @@ export function docsRoutes(document: () => OpenApiDocument): RouteTable {
         summary: 'This OpenAPI 3.1 document',
         responses: { 200: { description: 'the document' } },
         handle: (_input, res) => {
-          res.json(document());
+          text ??= JSON.stringify(document());
+          res.type('application/json').send(text);
         },
       }),
       route({

@@ -135,14 +135,15 @@ function replies(responses: Readonly<Record<number, Reply>>): Record<string, unk
 export function errorCasesOf(doc: RouteDoc, table: RouteTable): ErrorCase[] {
   const cases: ErrorCase[] = [];
   const { UNAUTHORIZED, INSUFFICIENT_SCOPE, RATE_LIMITED, TOO_MANY_AUTH_FAILURES } = HTTP_ERRORS;
-  if (doc.auth === 'admin') cases.push(UNAUTHORIZED);
-  else if (doc.auth !== 'public') cases.push(UNAUTHORIZED, INSUFFICIENT_SCOPE, RATE_LIMITED, TOO_MANY_AUTH_FAILURES);
+  if (doc.auth === 'public') cases.push(RATE_LIMITED);
+  else if (doc.auth === 'admin') cases.push(UNAUTHORIZED, TOO_MANY_AUTH_FAILURES);
+  else cases.push(UNAUTHORIZED, INSUFFICIENT_SCOPE, RATE_LIMITED, TOO_MANY_AUTH_FAILURES);
   if (doc.query) cases.push(doc.queryError ?? HTTP_ERRORS.VALIDATION_FAILED);
   for (const p of Object.values(doc.params ?? {})) cases.push(p);
   if (doc.idempotencyKey) cases.push(HTTP_ERRORS.INVALID_IDEMPOTENCY_KEY);
   if (doc.body) {
-    const { VALIDATION_FAILED, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_ENCODING } = HTTP_ERRORS;
-    cases.push(VALIDATION_FAILED, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_ENCODING);
+    const { VALIDATION_FAILED, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, UNSUPPORTED_ENCODING } = HTTP_ERRORS;
+    cases.push(VALIDATION_FAILED, INVALID_JSON, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, UNSUPPORTED_ENCODING);
   }
   cases.push(...(doc.errors ?? []), ...(table.errors ?? []), HTTP_ERRORS.INTERNAL);
   const seen = new Set<string>();

@@ -1,15 +1,14 @@
-// The service's own endpoints, as a route table: liveness, readiness (Redis and
-// PostgreSQL answer), Prometheus metrics.
+// The service's own endpoints, as a route table: liveness and readiness (Redis
+// and PostgreSQL answer). Metrics are metrics.routes.ts's.
 import type { RedisClient } from '../redis.js';
 import { z } from 'zod';
 import type { Db } from '../db.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
 import { withTimeout } from '../../queue/index.js';
 import { sendProblem } from './problem.js';
 import { type Route, type RouteTable, route } from './route.js';
 
-export type OpsDeps = { readonly log: Logger; readonly redis: RedisClient; readonly db?: Db; readonly metrics?: Metrics };
+export type OpsDeps = { readonly log: Logger; readonly redis: RedisClient; readonly db?: Db };
 
 export function opsRoutes(deps: OpsDeps): RouteTable {
   const routes: Route[] = [
@@ -45,22 +44,7 @@ export function opsRoutes(deps: OpsDeps): RouteTable {
       },
     }),
   ];
-  const metrics = deps.metrics;
-  if (metrics) {
-    routes.push(
-      route({
-        method: 'get',
-        path: '/metrics',
-        auth: 'public',
-        summary: 'Prometheus metrics (text exposition format)',
-        responses: { 200: { description: 'the metrics', contentType: metrics.registry.contentType } },
-        handle: async (_input, res) => {
-          res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-        },
-      }),
-    );
-  }
-  return { tag: 'operations', description: 'Health, readiness and metrics of the service.', routes };
+  return { tag: 'operations', description: 'Health and readiness of the service.', routes };
 }
 
 /** Returns the dependency's name when it does not answer within a second, else true. */

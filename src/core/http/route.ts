@@ -8,6 +8,7 @@ import type { Client } from '../auth/api-keys.js';
 import { type ApiKeyGuard, clientOf } from '../auth/guard.js';
 import type { Scope } from '../auth/scopes.js';
 import { AppError } from '../errors.js';
+import type { RateLimit } from '../rate-limit.js';
 import { bearerAuth } from './bearer-auth.js';
 import { idempotencyKey } from './idempotency-key.js';
 
@@ -95,8 +96,8 @@ export type RouteTable = {
   readonly routes: readonly Route[];
   /** Errors any route of the table may give (e.g. DATABASE_UNAVAILABLE). */
   readonly errors?: readonly ErrorCase[];
-  /** Every request under `prefix` needs `Authorization: Bearer <token>` (else 401 UNAUTHORIZED). */
-  readonly bearer?: { readonly prefix: string; readonly token: string };
+  /** Every request under `prefix` needs `Authorization: Bearer <token>` (else 401 UNAUTHORIZED); `what` names the token (default "admin token"). */
+  readonly bearer?: { readonly prefix: string; readonly token: string; readonly what?: string };
 };
 
 export const HTTP_ERRORS = {
@@ -108,6 +109,8 @@ export const HTTP_ERRORS = {
   RATE_LIMITED: { status: 429, code: 'RATE_LIMITED' },
   TOO_MANY_AUTH_FAILURES: { status: 429, code: 'TOO_MANY_AUTH_FAILURES' },
   PAYLOAD_TOO_LARGE: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
+  METHOD_NOT_ALLOWED: { status: 405, code: 'METHOD_NOT_ALLOWED' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
   UNSUPPORTED_ENCODING: { status: 415, code: 'UNSUPPORTED_ENCODING' },
   INTERNAL: { status: 500, code: 'INTERNAL' },
   DATABASE_UNAVAILABLE: { status: 503, code: 'DATABASE_UNAVAILABLE' },
@@ -151,19 +154,24 @@ function parseQuery(schema: z.ZodType, error: RouteDoc['queryError'], raw: unkno
   return r.data;
 }
 
+/** What a router adds besides the key guard: the public routes' per-address limit, the brake bearer-token failures count in. */
+export type RouterExtras = { readonly publicLimit?: RequestHandler; readonly failures?: RateLimit };
+
 /**
  * The express router of one table: its bearer guard (if any) in front, then
- * per route its API-key guard, the JSON body parser (after the guard: a
+ * per route its API-key guard (or, on a public route, the per-address limit),
+ * the media type check and the JSON body parser (after the guard: a
  * stranger's body is never read) and the handler. A route that needs a key
  * without a guard to check it, or the admin token outside a guarded table,
  * fails here, when the app is built: no route is ever served open by mistake.
  */
-export function routerOf(table: RouteTable, guard?: ApiKeyGuard): Router {
+export function routerOf(table: RouteTable, guard?: ApiKeyGuard, extras: RouterExtras = {}): Router {
   const r = Router();
-  if (table.bearer) r.use(table.bearer.prefix, bearerAuth(table.bearer.token));
+  if (table.bearer) r.use(table.bearer.prefix, bearerAuth(table.bearer.token, { what: table.bearer.what, failures: extras.failures }));
   const json = express.json({ limit: BODY_LIMIT });
   for (const { doc, handler } of table.routes) {
-    const chain: RequestHandler[] = [];
+    // Every answer behind a credential holds some client's data (contacts, recipients, keys) and changes with state: never stored by a cache.
+    const chain: RequestHandler[] = doc.auth === 'public' ? (extras.publicLimit ? [extras.publicLimit] : []) : [noStore];
     if (doc.auth === 'admin') {
       if (!table.bearer || !doc.path.startsWith(table.bearer.prefix))
         throw new Error(`${doc.method} ${doc.path} needs the admin token outside its table's guard`);
@@ -171,11 +179,28 @@ export function routerOf(table: RouteTable, guard?: ApiKeyGuard): Router {
       if (!guard) throw new Error(`${doc.method} ${doc.path} needs an API key but the app has no key guard`);
       chain.push(guard.require(doc.auth));
     }
-    if (doc.body) chain.push(doc.bodyLimit ? express.json({ limit: doc.bodyLimit }) : json);
+    if (doc.body) chain.push(jsonOnly, doc.bodyLimit ? express.json({ limit: doc.bodyLimit }) : json);
     r[doc.method](doc.path, ...chain, handler);
   }
   return r;
 }
+
+const noStore: RequestHandler = (_req, res, next) => {
+  res.set('Cache-Control', 'no-store');
+  next();
+};
+
+/**
+ * A body of another media type is refused before it is read: the JSON parser
+ * would skip it and the route would see no body at all. An empty body
+ * (no length, or 0) is no body, whatever its Content-Type.
+ */
+const jsonOnly: RequestHandler = (req, _res, next) => {
+  const length = req.get('content-length');
+  const hasBody = req.get('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
+  if (hasBody && !req.is('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 415, 'The body must be application/json');
+  next();
+};
 
 /** A module's HTTP side: its route table. */
 export function httpOf(table: RouteTable): { routes: RouteTable } {
