@@ -22,6 +22,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Book, BookMany, RepeatBook } from './appointments/book.steps.js';
+import { type CallReceiver, DuringCall, MoveTwice, type Then } from './appointments/during-call.steps.js';
 import type { Model } from './appointments/model.js';
 import { Cancel, Move, MoveAndCancel } from './appointments/move-cancel.steps.js';
 import { Read } from './appointments/read.step.js';
@@ -47,6 +48,15 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new MoveAndCancel(i, o)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
+  // Aimed at what random moves seldom meet: a reminder's call running (or
+  // failing) when its appointment moves away and back, and two moves at once.
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang'), fc.constantFrom<Then>('back', 'back', 'away', 'cancel'), offset)
+      .map(([k, t, o]) => new DuringCall(k, t, o)),
+  },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },
 );
 
 describe('appointments and reminders, model-based', () => {

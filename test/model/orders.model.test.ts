@@ -1,8 +1,10 @@
 // Model-based suite of the orders domain: random sequences of creates (alone,
 // or in bursts sharing a window, so their expiries go in batches; some
-// repeated under their Idempotency-Key), pays, customer cancels, pay and
-// cancel raced against each other, reads, time steps around the payment
-// windows, receiver behaviours and faults. The rules checked:
+// repeated under their Idempotency-Key, some sent several times at once under
+// one), pays, customer cancels, pay and cancel raced against each other, two
+// pays raced, an operator running an expiry job now (before its deadline) or
+// cancelling it, reads, time steps around the payment windows, receiver
+// behaviours and faults. The rules checked:
 // - every answer agrees with the model at once: a 200 from pay only inside
 //   the window (by the database clock, within EPS_MS) and never after a
 //   cancel, ORDER_EXPIRED only once the window closed, a cancel refused only
@@ -18,9 +20,10 @@
 //   answered 404 from then on.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Create, CreateBurst, RepeatCreate } from './orders/create.steps.js';
+import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
+import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
 import type { Model } from './orders/model.js';
-import { Cancel, Pay, PayAndCancel } from './orders/pay-cancel.steps.js';
+import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
 import { Read } from './orders/read.step.js';
 import { Retention } from './orders/retention.step.js';
 import { settleAndCheck } from './orders/settle-and-check.js';
@@ -44,6 +47,12 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((i) => new PayAndCancel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
   { weight: 1, arbitrary: fc.constant(new Retention()) },
+  // Races and an operator's hand on the expiry jobs: an expiry that runs
+  // before its deadline (run-now) must leave the order open.
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<1 | 2>(1, 2), fc.integer({ min: 2, max: 5 })).map(([t, n]) => new CreateTogether(t, n)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new PayTwice(i)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new RunExpiryNow(i)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new CancelExpiryJob(i)) },
 );
 
 describe('orders, model-based', () => {

@@ -3,7 +3,8 @@
 // bursts (races of the FULL path) and in batch requests (POST /parcels/batch,
 // new parcels beside a repeat, a conflict and an unknown area), repeated and conflicting intakes, intakes
 // for an unknown area, reads of parcels and batches, stray entries planted in
-// Redis (a parcel of one area in another's group), time steps around the
+// Redis (a parcel of one area in another's group; and such a group then
+// filled up at once by intakes of its area), time steps around the
 // 1.5 s maximum wait, receiver behaviours and faults. The rules checked:
 // - every answer agrees with the model at once: a parcel arrives (database
 //   time) while its intake is under way, a repeat answers the same parcel, a
@@ -30,6 +31,7 @@ import { AREAS, type Model, PLATES } from './parcels/model.js';
 import { ReadBatch, ReadParcel } from './parcels/read.steps.js';
 import { settleAndCheck } from './parcels/settle-and-check.js';
 import { StrayEntry } from './parcels/stray-entry.step.js';
+import { StrayThenFill } from './parcels/stray-fill.step.js';
 import { type Step, runSuite } from './runner.js';
 import { type World, startWorld } from './world.js';
 
@@ -52,6 +54,9 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadParcel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadBatch(i)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([p, o]) => new StrayEntry(p, o)) },
+  // Aimed: a group holding a stray (another area's parcel, or a batched one's
+  // stale entry) filled up at once: a FULL take short of parcels it may batch.
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat(), fc.boolean()).map(([p, o, own]) => new StrayThenFill(p, o, own)) },
 );
 
 describe('parcels, model-based', () => {

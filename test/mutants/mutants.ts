@@ -60,7 +60,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: 'M3',
     rule: 'the expiry statement cancels only orders past their deadline (by the database clock)',
-    file: 'src/modules/orders/orders.repository.ts',
+    file: 'src/modules/orders/sql/cancel.ts',
     find: 'id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`',
     replace: 'id = ANY(${[...ids]}::uuid[])`',
     model: ['orders'],
@@ -70,7 +70,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: 'M3b',
     rule: 'pay succeeds only inside the payment window',
-    file: 'src/modules/orders/orders.repository.ts',
+    file: 'src/modules/orders/sql/pay.ts',
     find: `WHERE id = \${id}::uuid AND status = 'UNPAID' AND expires_at > now()`,
     replace: `WHERE id = \${id}::uuid AND status = 'UNPAID'`,
     model: ['orders'],
@@ -80,7 +80,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: 'M4',
     rule: 'a FULL batch holds exactly the batch size',
-    file: 'src/modules/parcels/parcels.repository.ts',
+    file: 'src/modules/parcels/sql/commit-batches.ts',
     find: 'ELSE n = ${batchSize}::int END AS ok',
     replace: 'ELSE n <= ${batchSize}::int END AS ok',
     model: ['parcels'],
@@ -90,7 +90,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: 'M4b',
     rule: 'a parcel already in a batch is never taken by another',
-    file: 'src/modules/parcels/parcels.repository.ts',
+    file: 'src/modules/parcels/sql/commit-batches.ts',
     find: 'AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL',
     replace: 'AND parcels.area_code = input.area_code',
     model: ['parcels'],

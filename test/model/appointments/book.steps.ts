@@ -4,8 +4,8 @@
 import { OnPick, type Real, Step } from '../runner.js';
 import { type Appt, type Model, fail, open, startAt } from './model.js';
 
-/** Books one appointment whose remind time lies `offsetMs` from now, and opens its slot in the model. */
-async function book(m: Model, r: Real, leadSeconds: number, offsetMs: number): Promise<void> {
+/** Books one appointment whose remind time lies `offsetMs` from now, and opens its slot in the model; the booking, or null if it came too late for its start. */
+export async function book(m: Model, r: Real, leadSeconds: number, offsetMs: number): Promise<Appt | null> {
   const key = `${r.tag}-a${m.books++}`;
   const startsAt = startAt(leadSeconds * 1_000, offsetMs);
   const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: leadSeconds };
@@ -17,13 +17,14 @@ async function book(m: Model, r: Real, leadSeconds: number, offsetMs: number): P
     // all the same (an attempt still in flight) shows here or, later, in
     // the check that the database holds no booking the model lacks.
     if ((await r.world.db.appointment.count({ where: { idempotencyKey: { endsWith: key } } })) > 0) fail(`book ${key} refused as past, yet written`, res);
-    return;
+    return null;
   }
   if (res.status !== 201) fail(`book (${res.attempts} attempts, answered ${res.receivedAt - Date.parse(startsAt)} ms from its start)`, res);
   if (res.body.startsAt !== startsAt) fail(`book at ${startsAt}`, res);
   const a: Appt = { id: String(res.body.id), key, body, leadMs: leadSeconds * 1_000, cancelled: false, current: startsAt, slots: new Map() };
   open(a, startsAt, res.firstSentAt, Date.parse(String(res.body.remindAt)));
   m.appts.push(a);
+  return a;
 }
 
 export class Book extends Step<Model> {

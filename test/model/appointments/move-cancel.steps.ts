@@ -15,7 +15,7 @@ function target(a: Appt, back: number | null, offsetMs: number): string {
   return startAt(a.leadMs, offsetMs);
 }
 
-function applyMove(a: Appt, to: string, res: Reply): void {
+export function applyMove(a: Appt, to: string, res: Reply): void {
   if (res.status === 200) {
     if (a.cancelled) fail(`move of ${a.id} after its cancel was answered`, res);
     if (res.body.startsAt !== to) fail(`move of ${a.id} to ${to}`, res);
@@ -35,7 +35,7 @@ function applyMove(a: Appt, to: string, res: Reply): void {
   fail(`move of ${a.id}`, res);
 }
 
-function applyCancel(a: Appt, res: Reply): void {
+export function applyCancel(a: Appt, res: Reply): void {
   if (res.status !== 200 || res.body.status !== 'CANCELLED') fail(`cancel of ${a.id}`, res);
   if (!a.cancelled) close(a, res.firstSentAt, res.receivedAt);
   a.cancelled = true;

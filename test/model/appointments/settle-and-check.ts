@@ -1,7 +1,7 @@
 // The appointments model suite's end of a run: waits for every slot held to
 // the end to have its reminder, reads the rows once and holds each reminder
 // and each slot to the rules.
-import { type Real, keptOutcomeLost, problems, repeatExplained, settled } from '../runner.js';
+import { type Real, cutOffBy, excuse, problems, repeatExplained, settled } from '../runner.js';
 import { type Row, outcomeUnknown, owedBy, slotOf } from './checks.js';
 import { EPS_MS, type Held, type Model, SETTLE_MS } from './model.js';
 
@@ -63,8 +63,9 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
       if (refusal !== undefined) {
         counts.refused++;
         const next = r.world.webhook.calls.find((c) => c.body.id === n.id && c.at > refusal);
-        if (next && !r.run.mayRepeat && !keptOutcomeLost(r, refusal))
-          p.add(`appointment ${a.id}: reminder ${n.id} called again ${next.at - refusal} ms after the receiver refused it`);
+        const cause = next && cutOffBy(r, { at: refusal });
+        if (next && cause) excuse(r, cause, `reminder ${n.id} called again after a refusal`);
+        else if (next) p.add(`appointment ${a.id}: reminder ${n.id} called again ${next.at - refusal} ms after the receiver refused it`);
       }
     }
     for (const [startsAt, held] of a.slots) {

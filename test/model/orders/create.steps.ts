@@ -43,6 +43,29 @@ export class Create extends Step<Model> {
   }
 }
 
+/** The same create sent several times at once under one Idempotency-Key: one order, every answer naming it. */
+export class CreateTogether extends Step<Model> {
+  constructor(
+    readonly timeoutSeconds: 1 | 2,
+    readonly n: number,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const key = `${r.tag}-t${m.orders.length}`;
+    const body = { customerId: r.tag, items: [{ sku: 'SKU', quantity: 1 + m.orders.length, unitPriceCents: 100 }], paymentTimeoutSeconds: this.timeoutSeconds };
+    const answers = await Promise.all(Array.from({ length: this.n }, () => r.world.http.send('POST', '/orders', body, { 'idempotency-key': key })));
+    for (const res of answers) if (res.status !== 201) fail(`create ${this.n} times at once under one key`, res);
+    const ids = new Set(answers.map((res) => res.body.id));
+    if (ids.size !== 1) throw new Error(`create ${this.n} times at once under key ${key}: ${ids.size} orders (${[...ids].join(', ')})`);
+    const first = answers[0]!;
+    m.orders.push({ id: String(first.body.id), key, body, expiresAt: Date.parse(String(first.body.expiresAt)), paid: false, cancelled: false });
+  }
+  toString() {
+    return `CreateTogether(${this.timeoutSeconds}s, ${this.n})`;
+  }
+}
+
 /** Acts on one of the run's orders, picked by index. */
 export abstract class OnOrder extends OnPick<Model, Order> {
   protected list(m: Readonly<Model>) {

@@ -62,6 +62,19 @@ export class Cancel extends OnOrder {
   }
 }
 
+/** Two pays sent together: both answered as one (a pay of a paid order is answered as the first was). */
+export class PayTwice extends OnOrder {
+  async act(m: Model, r: Real) {
+    const o = this.order(m);
+    const answers = await Promise.all([0, 1].map(() => r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'twice' })));
+    // The winner first: the other's answer is judged against it.
+    for (const res of answers.sort((a, b) => Number(b.status === 200) - Number(a.status === 200))) applyPay(o, res);
+  }
+  toString() {
+    return `PayTwice(${this.pick})`;
+  }
+}
+
 /** Pay and cancel sent together: exactly one may win. */
 export class PayAndCancel extends OnOrder {
   async act(m: Model, r: Real) {

@@ -1,0 +1,130 @@
+// The notifications model suite's steps: notifications made by a customer's
+// cancel and by a reminder due at once, an operator's redrives (one, and two
+// of one job at once), and a second delivery of a row while its call runs.
+import type { Reply } from '../../chaos/drivers/http.js';
+import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
+import { type Real, Step, admin, fail } from '../runner.js';
+
+export type Event = { kind: 'order' | 'reminder'; subject: string };
+export type Model = { events: Event[]; redrives: { id: string; at: number }[] };
+
+/** An order cancelled by its customer: one ORDER_CANCELLED notification. */
+export class CancelOrder extends Step<Model> {
+  async act(m: Model, r: Real) {
+    const created = await r.world.http.send(
+      'POST',
+      '/orders',
+      { customerId: r.tag, items: [{ sku: 'N', quantity: 1, unitPriceCents: 5 }], paymentTimeoutSeconds: 600 },
+      {
+        'idempotency-key': `${r.tag}-n${m.events.length}`,
+      },
+    );
+    if (created.status !== 201) fail('create', created);
+    const cancelled = await r.world.http.send('POST', `/orders/${String(created.body.id)}/cancel`);
+    if (cancelled.status !== 200) fail('cancel', cancelled);
+    m.events.push({ kind: 'order', subject: String(created.body.id) });
+  }
+  toString() {
+    return 'CancelOrder';
+  }
+}
+
+/** A booking whose remind time has passed: one reminder, at once. */
+export class RemindNow extends Step<Model> {
+  async act(m: Model, r: Real) {
+    const res = await r.world.http.send(
+      'POST',
+      '/appointments',
+      {
+        customerId: r.tag,
+        contact: '+447911123456',
+        channel: 'sms',
+        startsAt: new Date(Date.now() + 600_000).toISOString(),
+        remindBeforeSeconds: 3_600,
+      },
+      { 'idempotency-key': `${r.tag}-n${m.events.length}` },
+    );
+    if (res.status !== 201) fail('book', res);
+    m.events.push({ kind: 'reminder', subject: String(res.body.id) });
+  }
+  toString() {
+    return 'RemindNow';
+  }
+}
+
+/** An operator redrives one of the run's FAILED notifications (its delivery job is dead). */
+export class Redrive extends Step<Model> {
+  constructor(readonly pick: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.events.length > 0;
+  }
+  async act(m: Model, r: Real) {
+    const failed = await r.world.db.notification.findMany({ where: subjectsOf(m), select: { id: true, status: true } });
+    const candidates = failed.filter((n) => n.status === 'FAILED');
+    if (candidates.length === 0) return;
+    const n = candidates[this.pick % candidates.length]!;
+    const at = Date.now();
+    const answers = await this.redrive(r, n.id);
+    // The job may not be dead yet (its row is FAILED just before the nack) or was trimmed: 404 then.
+    for (const res of answers) if (res.status !== 200 && res.status !== 404) fail(`redrive of ${n.id}`, res);
+    if (answers.some((res) => res.status === 200)) m.redrives.push({ id: n.id, at });
+  }
+  protected async redrive(r: Real, id: string): Promise<Reply[]> {
+    return [await admin(r, 'POST', `notifications/dead/${encodeURIComponent(deliverJobId(id))}/redrive`)];
+  }
+  toString() {
+    return `Redrive(${this.pick})`;
+  }
+}
+
+export const subjectsOf = (m: Model) => ({
+  OR: [
+    { orderId: { in: m.events.filter((e) => e.kind === 'order').map((e) => e.subject) } },
+    { appointmentId: { in: m.events.filter((e) => e.kind === 'reminder').map((e) => e.subject) } },
+  ],
+});
+
+/** How long RunNowDuringCall looks for its notification's call. */
+const LOOK_MS = 2_000;
+
+/**
+ * Two deliveries of one row at once: a new notification, the receiver slow
+ * (as a Receiver step sets it, and it stays so), and once its row is SENDING
+ * an operator runs its delivery job now. The second delivery must wait for
+ * the call running (the row is claimed again only once that call is stale):
+ * the receiver is called once.
+ */
+export class RunNowDuringCall extends Step<Model> {
+  async act(m: Model, r: Real) {
+    r.world.receiver('slowOk');
+    await new CancelOrder().act(m, r);
+    const orderId = m.events.at(-1)!.subject;
+    const end = Date.now() + LOOK_MS;
+    for (;;) {
+      const n = await r.world.db.notification.findFirst({ where: { orderId }, select: { id: true, status: true } });
+      if (n?.status === 'SENDING') {
+        const res = await admin(r, 'POST', `notifications/jobs/${encodeURIComponent(deliverJobId(n.id))}/run-now`);
+        // 404: the call ended and its job with it.
+        if (res.status !== 200 && res.status !== 404) fail(`run-now of ${n.id}'s delivery`, res);
+        return;
+      }
+      if (Date.now() > end || (n && n.status !== 'PENDING')) return;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  }
+  toString() {
+    return 'RunNowDuringCall';
+  }
+}
+
+/** An operator redrives one FAILED notification's dead job twice at once: it is sent once. */
+export class RedriveTwice extends Redrive {
+  protected override async redrive(r: Real, id: string): Promise<Reply[]> {
+    return Promise.all([0, 1].map(() => admin(r, 'POST', `notifications/dead/${encodeURIComponent(deliverJobId(id))}/redrive`)));
+  }
+  override toString() {
+    return `RedriveTwice(${this.pick})`;
+  }
+}
