@@ -8,7 +8,9 @@
 // webhook payloads it reaches.
 import { z } from 'zod';
 
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+// A pattern, not a refinement, so the OpenAPI document shows it (JSON Schema's
+// patterns take \p{...}).
+const VISIBLE_ONLY = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
 
 // String.prototype.isWellFormed (Node 20), typed here: the project's TypeScript lib is ES2023.
 const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
@@ -19,5 +21,5 @@ export function plainText(min: number, max: number) {
     .min(min)
     .max(max)
     .refine(isWellFormed, 'must be well-formed Unicode (no lone surrogates)')
-    .refine((s) => !INVISIBLE.test(s), 'must not contain control, format (bidi, zero-width) or line-separator characters');
+    .regex(VISIBLE_ONLY, 'must not contain control, format (bidi, zero-width) or line-separator characters');
 }
