@@ -36,6 +36,8 @@ export type AppDeps = {
   readonly publicLimit?: RequestHandler;
   /** The per-address brake failed bearer tokens (admin, metrics) count in, the API keys' one. */
   readonly authFailures?: RateLimit;
+  /** Answers 503 OVERLOADED while the event loop runs late (loadShedder), before any route's work. */
+  readonly shed?: RequestHandler;
 };
 
 const INFO = {
@@ -61,6 +63,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestLog(deps.log));
   if (deps.corsOrigins?.length) app.use(cors(deps.corsOrigins));
   if (deps.metrics) app.use(deps.metrics.httpMiddleware());
+  // After the log line and the metrics (a shed request is seen), before the routes (no key lookup, limiter call or body read for it).
+  if (deps.shed) app.use(deps.shed);
   // Bodies are parsed per route, after its guard (routerOf).
 
   // Built once, before the first request: a schema that cannot be described fails the start, not /docs.

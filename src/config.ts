@@ -95,6 +95,10 @@ const schema = z.object({
   // hour, whichever client asks: a leaked key cannot make us a spam relay.
   // Over it: 429 CONTACT_RATE_LIMITED.
   REMINDERS_PER_CONTACT_PER_HOUR: int(1, 100_000).default(10),
+  // Mean event-loop delay (ms, over the last half second) above which new
+  // requests are answered 503 OVERLOADED with Retry-After before any work
+  // (/healthz and /metrics never); 0: never shed.
+  API_SHED_EVENT_LOOP_DELAY_MS: int(0, 60 * SECOND).default(200),
   // Region (two letters, e.g. GB) of SMS contacts given in national form
   // (07911 123456). Unset: an SMS contact must be international (+44 ...), as
   // a national number alone does not say which country it is in.

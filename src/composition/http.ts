@@ -6,6 +6,7 @@ import type { Express } from 'express';
 import { createApp } from '../app.js';
 import { apiKeyStore } from '../core/auth/api-keys.js';
 import { apiKeyGuard } from '../core/auth/guard.js';
+import { loadShedder } from '../core/http/load-shed.js';
 import { metricsApp } from '../core/http/metrics.routes.js';
 import { publicLimit } from '../core/http/public-limit.js';
 import { rateLimit } from '../core/rate-limit.js';
@@ -54,6 +55,8 @@ export async function startHttp(o: {
   // One budget per address across both listeners: they share this process's event loop.
   const limit = publicLimit(config.PUBLIC_RATE_LIMIT_PER_SECOND);
   const metricsToken = config.METRICS_TOKEN;
+  const shedder = loadShedder({ thresholdMs: config.API_SHED_EVENT_LOOP_DELAY_MS, log });
+  o.stack.push({ name: 'load shedding', stop: () => shedder.stop() });
   const app = createApp({
     log,
     redis: o.redis,
@@ -65,8 +68,10 @@ export async function startHttp(o: {
     authFailures: failures,
     guard,
     corsOrigins: config.CORS_ORIGINS,
+    shed: shedder.middleware,
   });
   const server = await listen(app, config.PORT, config.HOST);
+  shedder.start();
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   log.info({ port }, 'http listening');

@@ -5,16 +5,18 @@
 // judges them in the order they were asked, as that many calls one after the
 // other would (a request's Redis round trip was a tenth of the service's CPU
 // under POST /parcels at 50 connections). The script (lua/limits/gcra.lua)
-// keeps a bucket in whole microseconds. When Redis is down or slow the limit
-// is not enforced (the request goes on): a limit must never be what makes the
-// API unavailable.
+// keeps a bucket in whole microseconds.
+// A reply late because this process is busy is waited for: a limit that gave
+// up then would admit everything under exactly the overload it is there to
+// shed. Only Redis away (the connection not ready, a connection error, or no
+// answer within REDIS_CALL_TIMEOUT_MS of the call, counted by redisCall from
+// the write and never tripped by a busy event loop) ends the wait: then the
+// limit admits, or, for a limit guarding something paid, refuses with
+// RedisUnavailableError (503 with Retry-After).
 import { type RateDecision, runGcra } from '../queue/index.js';
 import { createKeyedGatherer } from './gather.js';
 import type { RedisClient } from './redis.js';
-import { redisCall } from './redis-call.js';
-
-/** How long a request waits for the limiter before going on without it. */
-export const LIMIT_CALL_TIMEOUT_MS = 100;
+import { RedisUnavailableError, redisCall } from './redis-call.js';
 
 export type Verdict = { readonly ok: true } | { readonly ok: false; readonly retryAfterMs: number };
 
@@ -26,25 +28,42 @@ export type RateLimit = {
 };
 
 /**
+ * What a limit does while Redis is away: `admit` (the request goes on: a
+ * limit must not be what makes the API unavailable), or `refuse` (the
+ * decision throws RedisUnavailableError: for a limit in front of a paid
+ * channel, where an unlimited burst costs more than a retry).
+ */
+export type WhenRedisAway = 'admit' | 'refuse';
+
+/**
  * A limit of `perSecond` per key with bursts of `burst`, its buckets named
  * by `prefix`, `name` and the key (queue/keys.ts). The caller validates `key`
  * (it becomes part of a Redis key): an id, an address, or a hash.
  */
-export function rateLimit(redis: RedisClient, prefix: string, name: string, perSecond: number, burst: number): RateLimit {
+export function rateLimit(redis: RedisClient, prefix: string, name: string, perSecond: number, burst: number, whenAway: WhenRedisAway = 'admit'): RateLimit {
   // Rounded up: never more than perSecond.
   const interval = Math.ceil(1_000_000 / perSecond);
   const tolerance = interval * burst;
   const admitted = (n: number) => Array.from({ length: n }, (): Verdict => ({ ok: true }));
-  /** The decisions asked of one bucket in a turn, in order; every one admitted when Redis does not answer in time. */
+  /** The decisions asked of one bucket in a turn, in order. */
   const judge = async (key: string, asked: readonly RateDecision[]): Promise<Verdict[]> => {
-    if (redis.status !== 'ready') return admitted(asked.length);
-    try {
-      const waits = await redisCall(runGcra(redis, prefix, name, key, interval, tolerance, asked), 'rate limit', LIMIT_CALL_TIMEOUT_MS);
-      if (!waits) return admitted(asked.length);
-      return waits.map((w): Verdict => (w > 0 ? { ok: false, retryAfterMs: w } : { ok: true }));
-    } catch {
-      return admitted(asked.length);
+    if (redis.status !== 'ready') {
+      if (whenAway === 'admit') return admitted(asked.length);
+      throw new RedisUnavailableError(`rate limit ${name}: redis is not connected (${redis.status})`);
     }
+    let waits: number[] | null;
+    try {
+      waits = await redisCall(runGcra(redis, prefix, name, key, interval, tolerance, asked), `rate limit ${name}`);
+    } catch (err) {
+      // No verdict (Redis away, or a script error or full Redis): the
+      // admitting kind admits, the refusing kind fails with the error (503
+      // for Redis away, through the error funnel).
+      if (whenAway === 'admit') return admitted(asked.length);
+      throw err;
+    }
+    if (waits) return waits.map((w): Verdict => (w > 0 ? { ok: false, retryAfterMs: w } : { ok: true }));
+    if (whenAway === 'admit') return admitted(asked.length);
+    throw new Error(`rate limit ${name}: the script answered no verdict per decision`);
   };
   const decisions = createKeyedGatherer(judge, GATHER_MAX);
   return { take: (key) => decisions.submit(key, 't'), check: (key) => decisions.submit(key, 'c') };

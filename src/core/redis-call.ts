@@ -3,8 +3,9 @@
 // and told apart from bugs, so the error funnel answers 503, not 500. The
 // best-effort kind follows a PostgreSQL commit: the truth is already stored,
 // and a reconciliation pass (or relay) repairs what the call did not do.
+// The bound is Redis' lateness, not the service's: a reply that arrived while
+// the event loop was busy is read before the bound is judged.
 import type { Logger } from './logger.js';
-import { TimeoutError, withTimeout } from '../queue/index.js';
 
 /**
  * How long a request waits for one Redis call. A request makes at most two
@@ -27,14 +28,56 @@ export function isRedisUnavailable(err: unknown): boolean {
   return err instanceof Error && CONNECTION_ERROR.test(`${err.name} ${err.message}`);
 }
 
-/** Runs a Redis call within `ms`; a timeout or a connection failure becomes a RedisUnavailableError. */
+/**
+ * Waits for a Redis call (given as soon as it is sent, so the bound counts
+ * from the write) up to `ms`; no answer by then, or a connection failure,
+ * becomes a RedisUnavailableError.
+ */
 export async function redisCall<T>(call: Promise<T>, what: string, ms = REDIS_CALL_TIMEOUT_MS): Promise<T> {
   try {
-    return await withTimeout(call, ms, what);
+    return await replyWithin(call, ms, what);
   } catch (err) {
-    if (err instanceof TimeoutError || isRedisUnavailable(err)) throw new RedisUnavailableError(`${what}: ${(err as Error).message}`, { cause: err });
+    if (err instanceof RedisUnavailableError) throw err;
+    if (isRedisUnavailable(err)) throw new RedisUnavailableError(`${what}: ${(err as Error).message}`, { cause: err });
     throw err;
   }
+}
+
+/**
+ * `call`, or a RedisUnavailableError once `ms` have passed without its answer.
+ * After a busy stretch of the event loop the expired timer runs before the
+ * sockets are read (timers come first in a loop turn): judged then, a reply
+ * that came back in 1 ms would count as late, and a limit that admits on a
+ * late reply would admit everything exactly when the service is overloaded.
+ * So the verdict waits for setImmediate, which runs after that turn's reads.
+ */
+function replyWithin<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (done) return;
+          done = true;
+          reject(new RedisUnavailableError(`${what}: no answer within ${ms} ms of the call`));
+        }),
+      ms,
+    );
+    call.then(
+      (v) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /**

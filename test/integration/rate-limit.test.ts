@@ -2,13 +2,17 @@
 // bucket in one event-loop turn share one script call and are judged in the
 // order asked, takes and checks alike, as that many calls one after the other
 // would be; buckets never mix; a check records nothing; the bucket is kept in
-// whole µs; without Redis every request goes on. Rates of one an hour, so no
-// admission comes back while a test runs, however slow the machine.
+// whole µs; without Redis every request goes on (the contact limit's kind
+// refuses instead); a busy event loop is not Redis away (review 2026-11-26,
+// S6, S7). Rates of one an hour, so no admission comes back while a test
+// runs, however slow the machine, except where a test measures a rate.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../src/core/redis.js';
 import { rateLimit, type Verdict } from '../../src/core/rate-limit.js';
+import { REDIS_CALL_TIMEOUT_MS, RedisUnavailableError } from '../../src/core/redis-call.js';
 import { dropPrefix, REDIS_URL } from '../helpers/redis.js';
+import { startPrivateRedis } from '../helpers/redis-server.js';
 
 const redis = createRedis(REDIS_URL, 'rate-limit-test');
 const prefix = `rl${randomBytes(3).toString('hex')}`;
@@ -99,13 +103,64 @@ describe('rate limit', () => {
     expect(await redis.get(`${prefix}:rl2:fast:k`)).toMatch(/^\d{16}$/);
   });
 
-  it('lets every request go on when Redis is not there', async () => {
+  it('lets every request go on when Redis is not there; the refusing kind refuses', async () => {
     const gone = createRedis('redis://127.0.0.1:1', 'rate-limit-gone');
     try {
       const l = limiter(gone, 'gone');
       expect(oks(await Promise.all(Array.from({ length: 8 }, () => l.take('k'))))).toEqual(Array(8).fill(true));
+      await expect(rateLimit(gone, prefix, 'gone', HOURLY, 5, 'refuse').take('k')).rejects.toBeInstanceOf(RedisUnavailableError);
     } finally {
       gone.disconnect();
+    }
+  });
+
+  it('waits for a reply the busy event loop was late to read: at most the limit (+10 %) is admitted', async () => {
+    // 20 a second, a burst of 20; every round asks 80 at once, then holds the
+    // loop past the call's bound right after the call is written. A limiter
+    // that judged its bound before reading the reply admitted all 240.
+    const l = rateLimit(redis, prefix, 'busy', 20, 20);
+    const t0 = performance.now();
+    let admitted = 0;
+    let refused = 0;
+    for (let round = 0; round < 3; round++) {
+      const asked = Promise.all(Array.from({ length: 80 }, () => l.take('k')));
+      await new Promise((r) => setImmediate(r)); // after the gatherer's turn: the script call is written
+      const until = performance.now() + REDIS_CALL_TIMEOUT_MS + 200;
+      while (performance.now() < until); // the loop held, as by a burst of CPU-bound requests
+      for (const v of await asked) {
+        if (v.ok) admitted++;
+        else refused++;
+      }
+    }
+    const seconds = (performance.now() - t0) / 1_000;
+    const limit = 20 + 20 * seconds;
+    expect(refused, 'the verdicts came from Redis').toBeGreaterThan(0);
+    expect(admitted).toBeLessThanOrEqual(Math.ceil(limit * 1.1));
+  });
+
+  it('with its server hung or gone: the admitting kind admits, the refusing kind fails with RedisUnavailableError', async () => {
+    const server = await startPrivateRedis();
+    const client = createRedis(server.url, 'rate-limit-outage');
+    try {
+      await client.ping();
+      const admitting = limiter(client, 'outage');
+      const refusing = rateLimit(client, prefix, 'outage-r', HOURLY, 5, 'refuse');
+      expect((await refusing.take('k')).ok).toBe(true);
+
+      server.pause(); // hung: no answer within the call's bound
+      expect(oks(await Promise.all(Array.from({ length: 8 }, () => admitting.take('k'))))).toEqual(Array(8).fill(true));
+      await expect(refusing.take('k')).rejects.toBeInstanceOf(RedisUnavailableError);
+      server.resume();
+
+      await server.kill(); // gone: a connection error, then a connection not ready
+      for (let i = 0; i < 2; i++) {
+        expect(oks(await Promise.all(Array.from({ length: 8 }, () => admitting.take('k'))))).toEqual(Array(8).fill(true));
+        await expect(refusing.take('k')).rejects.toBeInstanceOf(RedisUnavailableError);
+      }
+    } finally {
+      client.disconnect();
+      server.resume();
+      await server.stop();
     }
   });
 });

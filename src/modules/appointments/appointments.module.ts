@@ -45,7 +45,8 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     dispatch: deps.dispatch,
     log,
     defaultLeadSeconds: config.REMINDER_LEAD_SECONDS,
-    perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour),
+    // Refused while Redis is away: it stands in front of a paid SMS channel, and what it admits then is sent.
+    perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour, 'refuse'),
     phoneRegion: config.PHONE_DEFAULT_REGION,
   });
   const reconcile = createAppointmentsReconcile({
