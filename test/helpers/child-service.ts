@@ -25,7 +25,8 @@ export type ChildService = {
 
 export async function startChildService(role: ChildRole, env: Record<string, string>): Promise<ChildService> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, role], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    // No load shedding: these processes share two cores with the suites driving them (its own test turns it on).
+    env: { ...process.env, LOG_LEVEL: 'info', API_SHED_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -49,6 +49,10 @@ export async function startTestService(databaseUrl: string, env: Record<string, 
     QUEUE_RECORD_GROUPS: '1',
     // Tests book many reminders for few contacts; the limit's own test sets it low.
     REMINDERS_PER_CONTACT_PER_HOUR: '100000',
+    // The service shares its event loop with the test runner, which blocks it
+    // for its own work (a document's lint, a load's set-up): shedding would
+    // answer 503 for the runner's pauses. Its own test turns it on.
+    API_SHED_EVENT_LOOP_DELAY_MS: '0',
     ...env,
     QUEUE_PREFIX: prefix,
   });
