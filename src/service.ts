@@ -72,7 +72,10 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   await migrate(databaseUrl, log);
   if (role === 'migrate') return { port: 0, modules: [], module: moduleOf([]), stop };
 
-  const db = createDb(databaseUrl, config.DATABASE_URL ? config.DATABASE_POOL_SIZE : 1);
+  // The embedded database takes one connection, kept open for the service's
+  // life (opened by the first query below): a slot that went free when idle
+  // would be there for anything else able to reach the socket.
+  const db = config.DATABASE_URL ? createDb(databaseUrl, config.DATABASE_POOL_SIZE) : createDb(databaseUrl, 1, 1);
   stack.push({ name: 'postgres', stop: () => db.$disconnect() });
   if (embeddedDir) await ensureDevelopmentKey(apiKeyStore(db), embeddedDir, log);
   // Deadline-bound background work (the parcel flusher) gets connections of its

@@ -1,6 +1,8 @@
 // The `keys` subcommand: API keys for operators without HTTP (or before the
 // first one exists). On DATABASE_URL, or on the embedded database while the
-// service is not running (one process at a time may open it).
+// service is not running: one process at a time may open it, so the CLI
+// refuses while the service has it (its lock file) rather than make a key the
+// running service would never see.
 //   keys create --name checkout --scopes orders:write,orders:read
 //   keys list
 //   keys revoke <id>
@@ -9,7 +11,7 @@ import type { Config } from '../config.js';
 import { createApiKeySchema } from '../core/auth/api-key-input.js';
 import { type ApiKeyInfo, apiKeyStore } from '../core/auth/api-keys.js';
 import { createDb } from '../core/db.js';
-import { startEmbeddedDb } from '../core/embedded-db.js';
+import { DataDirInUseError, type EmbeddedDb, startEmbeddedDb } from '../core/embedded-db.js';
 import type { Logger } from '../core/logger.js';
 import { migrate } from '../core/migrate.js';
 
@@ -52,7 +54,18 @@ export async function keysCommand(config: Config, args: readonly string[], log: 
     };
   } else return usage(command ? `unknown keys command "${command}"` : 'keys needs a command');
 
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedDb(config.DATA_DIR);
+  let embedded: EmbeddedDb | null = null;
+  try {
+    embedded = config.DATABASE_URL ? null : await startEmbeddedDb(config.DATA_DIR);
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError)) throw err;
+    out(
+      `refused: process ${err.pid} (a running service) has the embedded database under ${config.DATA_DIR} open; a key made here would not reach it.\n` +
+        "Use the running service's admin API (POST /admin/api-keys with the admin token), or stop the service and run this again.\n" +
+        `(If no such process runs, delete ${err.lockFile}.)`,
+    );
+    return 1;
+  }
   try {
     const url = config.DATABASE_URL ?? (embedded?.url as string);
     await migrate(url, log);

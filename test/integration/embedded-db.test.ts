@@ -2,7 +2,7 @@
 // PostgreSQL (PGlite) under DATA_DIR, migrates it, and an order is created and
 // cancelled on it with the development key it made; the data survives a
 // restart; the keys CLI works on it while the service is down.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, dropPrefix, redisClient, waitFor } from '../helpers/redis.js';
 import { orderBody } from '../helpers/bodies.js';
+import { keysCli as keysCliIn, startEmbeddedService } from '../helpers/embedded-service.js';
 import { freePort } from '../helpers/redis-server.js';
 import { bearer } from '../helpers/service.js';
 import { KEY_PATTERN } from '../../src/core/auth/api-keys.js';
@@ -19,6 +20,7 @@ import { DEV_KEY_FILE } from '../../src/service.js';
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), 'ots-embedded-'));
 const prefix = `emb${randomBytes(3).toString('hex')}`;
+const world = { dataDir, prefix };
 
 afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
@@ -27,35 +29,11 @@ afterAll(async () => {
   r.disconnect();
 });
 
-/** `main keys ...` on the embedded database under dataDir. */
-function keysCli(args: string[]): { status: number | null; output: string } {
-  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, DATA_DIR: dataDir, QUEUE_PREFIX: prefix };
-  delete env.DATABASE_URL;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'keys', ...args], { env, encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, output: `${r.stdout}${r.stderr}` };
-}
+const keysCli = (args: string[]) => keysCliIn(world, args);
+const startMain = (port: number) => startEmbeddedService(world, port);
 
-async function startMain(port: number) {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    REDIS_URL,
-    DATA_DIR: dataDir,
-    QUEUE_PREFIX: prefix,
-    LOG_LEVEL: 'info',
-  };
-  delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  const up = await waitFor(() => out.includes('service started') || child.exitCode !== null, 60_000, 100);
-  return { child, exited, output: () => out, up: up && child.exitCode === null };
-}
-
-describe('embedded database', () => {
+// Starts the service twice and the CLI thrice as processes: tens of seconds on a loaded machine.
+describe('embedded database', { timeout: 180_000 }, () => {
   it('starts without DATABASE_URL, migrates, makes a development key once, runs an order to cancellation, keeps data across restarts', async () => {
     const port = await freePort();
     const first = await startMain(port);
