@@ -49,7 +49,10 @@ export async function migrate(connectionString: string, log: Logger, dir = MIGRA
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(BOOKKEEPING_DDL);
+    // Created only when missing: a role with data rights alone (the service's,
+    // beside an owner role that migrates) may not run even CREATE ... IF NOT EXISTS.
+    const { rows: found } = await client.query<{ t: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS t`);
+    if (found[0]?.t == null) await client.query(BOOKKEEPING_DDL);
     const { rows } = await client.query<{ migration_name: string; checksum: string; finished_at: Date | null }>(
       'SELECT migration_name, checksum, finished_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL',
     );
@@ -83,6 +86,8 @@ async function apply(client: pg.Client, m: Migration): Promise<void> {
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK');
-    throw new MigrationError(`migration ${m.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+    // 42501 insufficient_privilege: the service's own role, which may only read and write rows.
+    const hint = (err as { code?: unknown }).code === '42501' ? ' (run the migrate command as the role owning the schema: docs/operations.md)' : '';
+    throw new MigrationError(`migration ${m.name} failed: ${err instanceof Error ? err.message : String(err)}${hint}`);
   }
 }
