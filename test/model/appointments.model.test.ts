@@ -53,7 +53,7 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .tuple(fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang'), fc.constantFrom<Then>('back', 'back', 'away', 'cancel'), offset)
+      .tuple(fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang', 'reject'), fc.constantFrom<Then>('back', 'back', 'away', 'cancel'), offset)
       .map(([k, t, o]) => new DuringCall(k, t, o)),
   },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },

@@ -52,13 +52,16 @@ const RECORDING_MS = 2_000;
 /**
  * The fault that may have cut the worker off between `call` (answered at
  * `answeredAt`, or never) and the record of its outcome, so that the outcome
- * is unknown and the call is made again: a worker killed from the call's
- * start to its record, or an outcome kept in a job Redis then lost. Null when
+ * is unknown and the call is made again: a worker killed (or stopped, its
+ * grace ending) from the call's start to its record, or an outcome kept in a
+ * job Redis then lost. Null when
  * none did: a call made again after it is the code's.
  */
 export function cutOffBy(r: Real, call: { at: number; answeredAt?: number | undefined }): string | null {
   const answered = call.answeredAt ?? call.at + MODEL_TIMINGS.NOTIFY_TIMEOUT_MS;
-  if (r.run.faultSpans.some((f) => f.kind === 'killWorker' && f.from >= call.at && f.from <= answered + RECORDING_MS)) return 'worker killed during its call';
+  const ended = r.run.faultSpans.find((f) => (f.kind === 'killWorker' || f.kind === 'stopWorker') && f.from >= call.at && f.from <= answered + RECORDING_MS);
+  // A stopped worker's call still running when the shutdown grace ends is cut off too, its outcome unrecorded.
+  if (ended) return ended.kind === 'killWorker' ? 'worker killed during its call' : 'worker stopped during its call';
   if (keptOutcomeLost(r, answered)) return 'kept outcome lost';
   return null;
 }
@@ -197,6 +200,41 @@ export function faults<M extends object>(): fc.Arbitrary<Step<M>> {
   return fc.constantFrom(...FAULT_KINDS).map((k) => new Fault<M>(k));
 }
 
+/** The faults a During step strikes a request with: those whose requests are answered again within a second or so. */
+const DURING_KINDS = ['killWorker', 'stopWorker', 'terminatePg', 'restartRedis'] as const satisfies readonly FaultKind[];
+
+/** A fault that strikes `delayMs` after a client operation started, while its requests are in flight. */
+export class During<M extends object> extends Step<M> {
+  override readonly client = false;
+  constructor(
+    readonly fault: Fault<M>,
+    readonly op: Step<M>,
+    readonly delayMs: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<M>) {
+    return this.op.check(m);
+  }
+  // Counted as its operation and its fault, not a step of its own.
+  override async run(m: M, r: Real): Promise<void> {
+    await this.act(m, r);
+  }
+  async act(m: M, r: Real): Promise<void> {
+    const fault = new Promise((res) => setTimeout(res, this.delayMs)).then(() => this.fault.run(m, r));
+    await Promise.all([this.op.run(m, r), fault]);
+  }
+  toString() {
+    return `During(${this.fault}, ${this.op}, after ${this.delayMs} ms)`;
+  }
+}
+
+function during<M extends object>(operations: fc.Arbitrary<Step<M>>): fc.Arbitrary<Step<M>> {
+  return fc
+    .tuple(fc.constantFrom(...DURING_KINDS), operations, fc.integer({ min: 0, max: 150 }))
+    .map(([k, op, delayMs]) => new During<M>(new Fault<M>(k), op, delayMs));
+}
+
 export type SuiteOptions<M extends object> = {
   name: string;
   world: () => World;
@@ -235,7 +273,12 @@ export async function runSuite<M extends object>(o: SuiteOptions<M>): Promise<Su
     { weight: 8, arbitrary: o.operations },
     { weight: 3, arbitrary: waits<M>() },
     { weight: 1, arbitrary: receivers<M>(o.receiverKinds) },
-    ...(withFaults ? [{ weight: 1, arbitrary: faults<M>() }] : []),
+    ...(withFaults
+      ? [
+          { weight: 1, arbitrary: faults<M>() },
+          { weight: 1, arbitrary: during<M>(o.operations) },
+        ]
+      : []),
   );
   const replayPath = process.env.MODEL_REPLAY;
   const commands = fc.commands([step], { maxCommands: envInt('MODEL_COMMANDS') ?? o.maxCommands, size: 'max', ...(replayPath && { replayPath }) });

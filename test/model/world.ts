@@ -6,7 +6,9 @@
 // new ids, so runs share one world and its start-up cost.
 //
 // The faults a command can inject, each on this world's own pieces only:
-// a worker killed (SIGKILL) and started again, Redis hung (SIGSTOP/SIGCONT),
+// a worker killed (SIGKILL) or stopped (SIGTERM, as a deploy does) and
+// started again, the API process killed and started again (its clients
+// retry), Redis hung (SIGSTOP/SIGCONT),
 // Redis crashed and restarted losing its latest writes (the AOF cut back),
 // every PostgreSQL connection of the service terminated, the database
 // refusing every connection for 3 s (an outage: a SENT mark outlasts its
@@ -32,7 +34,7 @@ import { makeApiKey } from '../helpers/service.js';
 export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody', 'hang', 'reject'] as const;
 export type ReceiverKind = (typeof RECEIVER_KINDS)[number];
 
-export const FAULT_KINDS = ['killWorker', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis', 'pgOutage'] as const;
+export const FAULT_KINDS = ['killWorker', 'stopWorker', 'killApi', 'hangRedis', 'restartRedis', 'terminatePg', 'silenceRedis', 'pgOutage'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 /** How long the database refuses every connection in a `pgOutage`: past the ~2 s a SENT mark is retried for. */
 const PG_OUTAGE_MS = 3_000;
@@ -156,38 +158,51 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     QUEUE_RECORD_GROUPS: '1',
     NOTIFY_WEBHOOK_URL: webhook.url,
   };
-  const [api, ...pool] = await Promise.all([
+  const started = await Promise.all([
     startChildService('api', { ...env, PORT: String(port) }),
     ...Array.from({ length: workers }, () => startChildService('worker', env)),
   ]);
+  let api = started[0] as ChildService;
+  const pool = started.slice(1);
   const finished: string[] = [];
   let direct: RedisClient | null = null;
   let restarting: Promise<void> = Promise.resolve();
   let runs = 0;
   const http = createHttp(`http://127.0.0.1:${port}`, (await makeApiKey(tdb.url)).key, 60_000);
 
-  async function killWorker(): Promise<void> {
+  /**
+   * Ends a service process, a worker (picked at random) or the API: SIGKILL,
+   * or SIGTERM (a deploy: it stops claiming, its calls get the shutdown grace,
+   * then it exits), and starts it again.
+   */
+  async function replace(role: 'worker' | 'api', signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
     await restarting;
-    const i = Math.floor(Math.random() * pool.length);
-    const old = pool[i] as ChildService;
-    await old.kill('SIGKILL');
-    finished.push(`--- worker (killed)\n${old.output()}`);
+    const i = role === 'api' ? -1 : Math.floor(Math.random() * pool.length);
+    const old = (i === -1 ? api : pool[i]) as ChildService;
+    if (signal === 'SIGKILL') await old.kill('SIGKILL');
+    else await old.stop();
+    finished.push(`--- ${role} (${signal === 'SIGKILL' ? 'killed' : 'stopped'})\n${old.output()}`);
     // Started again in the background, as an orchestrator would (again, after
     // a pause, if that start fails: a start during a database outage ends at
-    // once, and three at once all fell inside one, appointments soak seed
-    // 359111128): the run goes on with the other worker meanwhile.
+    // once, and three at once all fell inside one): the run goes on with the
+    // other worker meanwhile. The API is back before the step ends: its
+    // clients retry meanwhile, and a request retried for seconds is one a
+    // step cannot judge (a move past its start).
     restarting = (async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          pool[i] = await restartChildService(old);
+          const again = await restartChildService(old);
+          if (i === -1) api = again;
+          else pool[i] = again;
           return;
         } catch (err) {
-          finished.push(`--- worker (failed start ${attempt})\n${String(err)}`);
+          finished.push(`--- ${role} (failed start ${attempt})\n${String(err)}`);
           if (attempt >= 5) throw err;
           await sleep(attempt * 1_000);
         }
       }
     })();
+    if (role === 'api') await restarting;
   }
 
   async function restartRedis(loseMs: number): Promise<void> {
@@ -233,7 +248,11 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
       try {
         switch (kind) {
           case 'killWorker':
-            return await killWorker();
+            return await replace('worker', 'SIGKILL');
+          case 'stopWorker':
+            return await replace('worker', 'SIGTERM');
+          case 'killApi':
+            return await replace('api', 'SIGKILL');
           case 'hangRedis':
             redis.pause();
             await sleep(2_000);

@@ -20,14 +20,15 @@ export function owedBy(start: number, spans: readonly FaultSpan[]): number {
 }
 
 /**
- * A call whose worker was killed before its outcome was recorded, and whose slot was left
+ * A call whose worker was killed (or stopped, its grace ending) before its outcome was recorded, and whose slot was left
  * before the call was made again: nobody knows whether the receiver took it,
  * and the record says so (CANCELLED, "outcome ... unknown"; README "What does
  * not hold"). Only for a row one of whose calls such a fault could have cut off.
  */
 export function outcomeUnknown(n: Row, calls: readonly { at: number }[], spans: readonly FaultSpan[]): boolean {
   if (n.status !== 'CANCELLED' || !/outcome .* unknown/.test(n.lastError ?? '')) return false;
-  const cutOff = (at: number) => spans.some((f) => f.kind === 'killWorker' && f.from >= at && f.from <= at + MODEL_TIMINGS.NOTIFY_TIMEOUT_MS + 3_000);
+  const cutOff = (at: number) =>
+    spans.some((f) => (f.kind === 'killWorker' || f.kind === 'stopWorker') && f.from >= at && f.from <= at + MODEL_TIMINGS.NOTIFY_TIMEOUT_MS + 3_000);
   return calls.some((c) => cutOff(c.at));
 }
 

@@ -6,8 +6,8 @@ import { OnAppt, book } from './book.steps.js';
 import { type Model, fail, startAt } from './model.js';
 import { applyCancel, applyMove } from './move-cancel.steps.js';
 
-/** The receiver while the reminder is called: a slow success, failures, or a call that hangs to its timeout. */
-export type CallReceiver = Extract<ReceiverKind, 'slowOk' | 'fail' | 'hang'>;
+/** The receiver while the reminder is called: a slow success, failures, a call that hangs to its timeout, or a refusal. */
+export type CallReceiver = Extract<ReceiverKind, 'slowOk' | 'fail' | 'hang' | 'reject'>;
 /** How long the step looks for the reminder's first call. */
 const LOOK_MS = 2_000;
 /** The booking's lead and start: its remind time has passed, its start is far enough ahead to come back to. */
@@ -22,7 +22,7 @@ export type Then = 'back' | 'away' | 'cancel';
  * reminder's call runs (or after it failed): the withdrawal must leave a
  * running call to decide (SENT if it went through, whatever the slot did
  * meanwhile, and never a second call), and a move back must take a withdrawn
- * reminder back, or the held slot loses it. The receiver is set as a
+ * reminder back, or the held slot loses it (a refused one stays refused). The receiver is set as a
  * Receiver step would set it, and stays so.
  */
 export class DuringCall extends Step<Model> {
