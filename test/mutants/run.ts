@@ -10,7 +10,7 @@
 // npm run test:mutants [-- M1 M4 ...] [-- --model-only | --integration-only]
 // npm run test:mutants -- --unmutated [orders ...]   the suites without a mutant: pass, time, summary
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,13 @@ const INTEGRATION_LIMIT_MS = 6 * 60_000;
 
 type Outcome = { killed: boolean; by: string; ms: number };
 type Row = { m: Mutant; model?: Outcome; integration?: Outcome };
+
+/** An integration file by its name (`notifications.faults`), wherever under test/integration/ it lives; a name that is not there stops the run. */
+function integrationFile(name: string): string {
+  const found = readdirSync(join(ROOT, 'test/integration'), { recursive: true, encoding: 'utf8' }).filter((f) => f.split('/').pop() === `${name}.test.ts`);
+  if (found.length !== 1) throw new Error(`integration file ${name}.test.ts: found ${found.length} under test/integration/`);
+  return `test/integration/${found[0]}`;
+}
 
 /** How many times `find` occurs in `text`. */
 export function occurrences(text: string, find: string): number {
@@ -122,7 +129,7 @@ async function runModel(dir: string, m: Mutant): Promise<Outcome> {
 
 async function runIntegration(dir: string, m: Mutant): Promise<Outcome> {
   const t0 = Date.now();
-  const files = m.integration.map((f) => `test/integration/${f}.test.ts`);
+  const files = m.integration.map(integrationFile);
   const r = await vitest(dir, ['--bail=1', ...files], INTEGRATION_LIMIT_MS, (out) => /^ *FAIL +(.*)$/m.exec(out)?.[1]?.trim() ?? null);
   return { killed: r.by !== null, by: r.by ?? m.integration.join(', '), ms: Date.now() - t0 };
 }

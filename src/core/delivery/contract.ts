@@ -30,7 +30,7 @@ export const dedupeKey = {
 /**
  * The same keys as SQL over column expressions of the caller's statement, for
  * statements that write or find many rows at once
- * (test/integration/outbox.test.ts holds the two forms together).
+ * (test/integration/core/outbox.test.ts holds the two forms together).
  */
 export const dedupeKeySql = {
   orderCancelled: (orderId: Prisma.Sql) => Prisma.sql`'order-cancelled:' || ${orderId}`,
