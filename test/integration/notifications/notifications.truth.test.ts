@@ -4,7 +4,8 @@
 // - a slot left and taken again gets its withdrawn reminder back, from the
 //   job or from the reconciliation pass (F1);
 // - a withdrawal while the receiver is being called cannot unsend it: the row
-//   ends SENT if the call went through, CANCELLED if it failed (F2);
+//   ends SENT if the call went through, CANCELLED if it failed (F2), and a
+//   slot held again meanwhile leaves the row to that call (one call);
 // - a delivery renews its lease before the call, so a slow start cannot let
 //   another worker call the receiver a second time (F10);
 // - the relay gives up on a row whose delivery job was dead-lettered before
@@ -151,6 +152,22 @@ describe('a withdrawal while the receiver is being called', () => {
     expect(callsTo(n)).toBe(1);
     expect(deliveredTo(n)).toBe(0);
     expect((await row(n)).status).toBe('CANCELLED');
+  });
+
+  it('leaves the call to decide when the slot is left and held again meanwhile: one call, SENT', async () => {
+    hook.setBehaviour(() => ({ slowMs: 300, then: 'ok' }));
+    const a = slot(420);
+    const id = await book('back-during-send', a);
+    const n = await reminderOf(id, a);
+    expect(await waitFor(() => callsTo(n) === 1, 5_000, 5)).toBe(true);
+    // Away and back while the call runs: the row stays the running call's (a
+    // row withdrawn as CANCELLED would be taken back as new and called again).
+    await move(id, slot(480));
+    await move(id, a);
+    expect(await waitFor(async () => (await row(n)).status === 'SENT', 5_000, 20)).toBe(true);
+    await sleep(800); // a second delivery would have called by now
+    expect(callsTo(n)).toBe(1);
+    expect(deliveredTo(n)).toBe(1);
   });
 });
 
