@@ -16,7 +16,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
-import { CancelOrder, type Model, Redrive, RedriveTwice, RemindNow, RunNowDuringCall, subjectsOf } from './notifications/steps.js';
+import { CancelOrder, type Model, Redrive, RedriveTwice, RemindNow, RunNowDuringCall, SlowBodyNotice, subjectsOf } from './notifications/steps.js';
 import { type Real, SETTLE_MS, type Step, cutOffBy, excuse, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
 import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
@@ -32,8 +32,10 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 3, arbitrary: fc.constant(new CancelOrder()) },
   { weight: 3, arbitrary: fc.constant(new RemindNow()) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Redrive(i)) },
-  // Aimed at what random steps seldom meet: two deliveries of one row at once, two redrives at once.
+  // Aimed at what random steps seldom meet: two deliveries of one row at once,
+  // a fast success with a slow body, two redrives at once.
   { weight: 1, arbitrary: fc.constant(new RunNowDuringCall()) },
+  { weight: 1, arbitrary: fc.constant(new SlowBodyNotice()) },
   { weight: 1, arbitrary: fc.nat().map((i) => new RedriveTwice(i)) },
   // The receiver's answers are this suite's subject: they change often.
   { weight: 3, arbitrary: receivers<Model>(RECEIVER_KINDS) },

@@ -1,6 +1,7 @@
 // The notifications model suite's steps: notifications made by a customer's
 // cancel and by a reminder due at once, an operator's redrives (one, and two
-// of one job at once), and a second delivery of a row while its call runs.
+// of one job at once), a second delivery of a row while its call runs, and a
+// notification whose receiver's body comes slowly after a fast success.
 import type { Reply } from '../../chaos/drivers/http.js';
 import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
 import { type Real, Step, admin, fail } from '../runner.js';
@@ -116,6 +117,17 @@ export class RunNowDuringCall extends Step<Model> {
   }
   toString() {
     return 'RunNowDuringCall';
+  }
+}
+
+/** A notification made while the receiver answers its status at once and ends its body past the call's timeout: a success, called once. */
+export class SlowBodyNotice extends Step<Model> {
+  async act(m: Model, r: Real) {
+    r.world.receiver('slowBody');
+    await new CancelOrder().act(m, r);
+  }
+  toString() {
+    return 'SlowBodyNotice';
   }
 }
 
