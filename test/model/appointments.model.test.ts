@@ -1,8 +1,9 @@
 // Model-based suite of appointments and their reminders: random bookings
 // whose remind times fall just before, at or after now, moves to new slots
 // and back to earlier ones, cancellations, a move raced against a cancel,
-// repeated bookings under their Idempotency-Key, reads, time steps around the
-// remind times, receiver behaviours and faults. The model keeps, per slot
+// two moves at once, a move or cancel while a reminder's call runs (and a
+// move straight back), repeated bookings under their Idempotency-Key, reads,
+// time steps around the remind times, receiver behaviours and faults. The model keeps, per slot
 // (appointment and start), when the appointment held it and the remind time
 // it had then. The rules checked:
 // - every answer agrees with the model at once (a move of a cancelled
