@@ -104,7 +104,7 @@ export function repeatExplained(r: Real, n: { id: string; attempts: number }): b
  * up to 2 s before the answer, the record's retries, to the fault's end), the
  * job was replaced by one that keeps it some 1.5-2.5 s after the answer, and a
  * Redis restart losing its last second of writes began within 5 s of the
- * answer. The job comes back blind and calls again (README "What does not
+ * answer. The job comes back blind and calls again (docs/guarantees.md, "What does not
  * hold"; parcels soak seed 325090691: two batch notices kept during a
  * pgOutage, Redis restarted 0.8 s later).
  */

@@ -262,7 +262,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
             return await restartRedis(1_000);
           case 'terminatePg':
             // No repeat: a SENT mark lost with its connection is tried again,
-            // then kept in the delivery job (README "What each fault costs").
+            // then kept in the delivery job (docs/guarantees.md, "What each fault costs").
             return await terminatePg();
           case 'silenceRedis':
             proxy.silence();

@@ -22,7 +22,7 @@ export function owedBy(start: number, spans: readonly FaultSpan[]): number {
 /**
  * A call whose worker was killed (or stopped, its grace ending) before its outcome was recorded, and whose slot was left
  * before the call was made again: nobody knows whether the receiver took it,
- * and the record says so (CANCELLED, "outcome ... unknown"; README "What does
+ * and the record says so (CANCELLED, "outcome ... unknown"; docs/guarantees.md, "What does
  * not hold"). Only for a row one of whose calls such a fault could have cut off.
  */
 export function outcomeUnknown(n: Row, calls: readonly { at: number }[], spans: readonly FaultSpan[]): boolean {
