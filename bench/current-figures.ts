@@ -31,11 +31,14 @@ export type CurrentRow = {
 /** The record layout a bench's queue used, as the table names it. */
 export const layoutName = (recordGroups: boolean): string => (recordGroups ? 'record groups' : 'one HASH');
 
-/** The commit the run measured: HEAD's short hash, "+ changes" when src/, lua/ or bench/ differ from it. */
+/**
+ * The commit the run measured: HEAD's short hash, "+ changes" when src/, lua/
+ * or bench/ differ from it (the history file a run has just written does not count).
+ */
 export function benchCommit(cwd = fileURLToPath(new URL('..', import.meta.url))): string {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'lua', 'bench'], { cwd, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'lua', 'bench', ':!bench/HISTORY.md'], { cwd, encoding: 'utf8' }).trim();
     return dirty ? `${head} + changes` : head;
   } catch {
     return 'unknown';
