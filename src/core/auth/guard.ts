@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import { type RateLimit, retryAfterSeconds } from '../rate-limit.js';
 import { addressOf } from '../http/client-address.js';
 import { sendProblem } from '../http/problem.js';
-import { KNOWN_GOOD_MS, tooManyFailures } from './failure-brake.js';
+import { KNOWN_GOOD_MS, brakeAdmits, countFailure } from './failure-brake.js';
 import { type ApiKeyStore, type Client, parseKey } from './api-keys.js';
 import type { Scope } from './scopes.js';
 
@@ -92,15 +92,9 @@ export function apiKeyGuard(o: {
         if (client === undefined) {
           const address = addressOf(req);
           const good = (knownGood.get(parsed.hash) ?? 0) > Date.now() - KNOWN_GOOD_MS;
-          if (!good) {
-            const verdict = await o.failures.check(address);
-            if (!verdict.ok) return tooManyFailures(res, verdict.retryAfterMs);
-          }
+          if (!(await brakeAdmits(o.failures, address, good, res))) return;
           client = await lookUp(key, parsed.hash);
-          if (!client) {
-            const verdict = await o.failures.take(address);
-            if (!verdict.ok) return tooManyFailures(res, verdict.retryAfterMs);
-          }
+          if (!client && !(await countFailure(o.failures, address, res))) return;
         }
         if (!client) return unauthorized(res, 'this API key is unknown or revoked');
         if (!client.scopes.has(scope)) {

@@ -5,7 +5,7 @@
 // instance has seen it lately, still passes (as a known-good key does).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { KNOWN_GOOD_MS, tooManyFailures } from '../auth/failure-brake.js';
+import { KNOWN_GOOD_MS, brakeAdmits, countFailure } from '../auth/failure-brake.js';
 import type { RateLimit } from '../rate-limit.js';
 import { addressOf } from './client-address.js';
 import { sendProblem } from './problem.js';
@@ -23,14 +23,8 @@ export function bearerAuth(token: string, o: { readonly what?: string; readonly 
     const right = m ? timingSafeEqual(digest(m[1] as string), expected) : false;
     if (m && o.failures) {
       const address = addressOf(req);
-      if (!(right && seenValidAt > Date.now() - KNOWN_GOOD_MS)) {
-        const verdict = await o.failures.check(address);
-        if (!verdict.ok) return tooManyFailures(res, verdict.retryAfterMs);
-      }
-      if (!right) {
-        const verdict = await o.failures.take(address);
-        if (!verdict.ok) return tooManyFailures(res, verdict.retryAfterMs);
-      }
+      if (!(await brakeAdmits(o.failures, address, right && seenValidAt > Date.now() - KNOWN_GOOD_MS, res))) return;
+      if (!right && !(await countFailure(o.failures, address, res))) return;
     }
     if (right) {
       seenValidAt = Date.now();
