@@ -10,7 +10,8 @@ import { statsCommand } from './cli/stats.js';
 import { ungroupCommand } from './cli/ungroup.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
-import { ROLES, type Role, redactUrl, startService } from './service.js';
+import { maskUrlPassword } from './core/url-password.js';
+import { ROLES, type Role, startService } from './service.js';
 
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? 'all';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   }
   const redis = config.REDIS_CLUSTER_NODES
     ? { redisCluster: config.REDIS_CLUSTER_NODES.map((n) => `${n.host}:${n.port}`) }
-    : { redis: redactUrl(config.REDIS_URL) };
+    : { redis: maskUrlPassword(config.REDIS_URL) };
   log.info(redis, 'service started');
 
   let stopping = false;

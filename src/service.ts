@@ -159,7 +159,7 @@ function moduleOf(modules: readonly ServiceModule[]): (name: string) => ServiceM
 /** The PostgreSQL URL to use, starting the embedded database (and naming its directory) when none is configured. */
 async function database(config: Config, role: Role, log: Logger, stack: Stack): Promise<{ url: string; embeddedDir?: string }> {
   if (config.DATABASE_URL) {
-    log.info({ database: redactUrl(config.DATABASE_URL) }, 'using PostgreSQL from DATABASE_URL');
+    log.info({ database: maskUrlPassword(config.DATABASE_URL) }, 'using PostgreSQL from DATABASE_URL');
     return { url: config.DATABASE_URL };
   }
   if (role === 'api' || role === 'worker') {
@@ -185,8 +185,4 @@ async function ensureDevelopmentKey(keys: ApiKeyStore, dataDir: string, log: Log
   await writeFile(file, `${made.key}\n`, { mode: 0o600 });
   log.warn({ keyId: made.id, file, scopes: made.scopes }, 'made a development API key with every scope; it is in the file');
   if (process.stderr.isTTY) process.stderr.write(`\nDevelopment API key (shown this once; also in ${file}):\n  ${made.key}\n\n`);
-}
-
-export function redactUrl(url: string): string {
-  return maskUrlPassword(url);
 }

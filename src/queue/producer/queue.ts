@@ -32,8 +32,6 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     name: q.name,
     prefix: q.prefix,
     shards: q.shards,
-    /** Whether new records go to the record groups: set only once no process of a build before the groups runs. */
-    recordGroups: q.recordGroups,
     keys: q.keys as readonly ShardKeys[],
     maxAttemptsOf: (type: string, override: number | undefined): number => maxAttemptsOf(options.types, type, override),
     backoffOf: (type: string) => backoffOf(options.types, type),
