@@ -6,6 +6,7 @@
 // run's own Redis keys deleted by SCAN + DEL (never FLUSHDB/FLUSHALL).
 import { apiKeyStore } from '../src/core/auth/api-keys.js';
 import { SCOPES } from '../src/core/auth/scopes.js';
+import { DEFAULT_CLIENT } from '../src/core/auth/api-key-input.js';
 import { createDb } from '../src/core/db.js';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -188,7 +189,7 @@ export async function startService(o: {
 async function makeKey(databaseUrl: string): Promise<string> {
   const db = createDb(databaseUrl, 1);
   try {
-    return (await apiKeyStore(db).create('benchmark', SCOPES)).key;
+    return (await apiKeyStore(db).create('benchmark', SCOPES, DEFAULT_CLIENT)).key;
   } finally {
     await db.$disconnect();
   }

@@ -85,9 +85,13 @@ const schema = z.object({
     )
     .refine((list) => list.every((o) => /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$/.test(o)), 'must be comma-separated origins like https://shop.example.com')
     .optional(),
-  // Requests a second per API key, shared by every instance (through Redis);
-  // a burst of one second's worth is admitted at once. Over it: 429 RATE_LIMITED.
-  API_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(1_000),
+  // Requests a second per API key, and per client (all its keys together),
+  // shared by every instance (through Redis); a burst of one second's worth is
+  // admitted at once. Over either: 429 RATE_LIMITED. The defaults are above
+  // what three instances serve (about 3 400 requests a second each on a 2-core
+  // machine, BENCHMARKS.md): they stop a runaway client, never a busy one.
+  API_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(10_000),
+  CLIENT_RATE_LIMIT_PER_SECOND: int(1, 1_000_000).default(10_000),
   // Failed authentications a minute from one address (bursts of as many); past
   // it the address gets 429 TOO_MANY_AUTH_FAILURES and no key lookup.
   AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(30),
@@ -95,6 +99,12 @@ const schema = z.object({
   // hour, whichever client asks: a leaked key cannot make us a spam relay.
   // Over it: 429 CONTACT_RATE_LIMITED.
   REMINDERS_PER_CONTACT_PER_HOUR: int(1, 100_000).default(10),
+  // Distinct contacts one client may book or move reminders to within an hour
+  // (a sliding hour, shared by every instance): it bounds what one client, or
+  // a leaked key of it, can spend on the paid SMS channel, where the limit per
+  // contact does not (a list of numbers, each reminded once). Over it: 429
+  // CLIENT_CONTACTS_LIMITED. 0: no such limit.
+  CLIENT_CONTACTS_PER_HOUR: int(0, 10_000_000).default(100_000),
   // Mean event-loop delay (ms, over the last half second) above which new
   // requests are answered 503 OVERLOADED with Retry-After before any work
   // (/healthz and /metrics never); 0: never shed.

@@ -13,6 +13,7 @@ import { startWorkers } from './composition/workers.js';
 import type { Config } from './config.js';
 import { type ApiKeyStore, apiKeyStore } from './core/auth/api-keys.js';
 import { SCOPES } from './core/auth/scopes.js';
+import { DEFAULT_CLIENT } from './core/auth/api-key-input.js';
 import { createDb } from './core/db.js';
 import { startEmbeddedDb } from './core/embedded-db.js';
 import type { Logger } from './core/logger.js';
@@ -142,7 +143,10 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   if (role === 'all' || role === 'worker') await startWorkers({ config, log, target, redis, modules, metrics, stack });
   let http: { port: number; app?: Express } = { port: 0 };
   if (role === 'all' || role === 'api') {
-    const reads = { recentBatches: (limit: number) => parcels.service.recentBatches(limit), dailyReports: (limit: number) => reports.latest(limit) };
+    const reads = {
+      recentBatches: (limit: number, client?: string) => parcels.service.recentBatches(limit, client),
+      dailyReports: (limit: number) => reports.latest(limit),
+    };
     http = await startHttp({ config, log, redis, db, modules, metrics, reads, stack });
   }
   return { ...http, modules, module: moduleOf(modules), redis, stop };
@@ -180,7 +184,7 @@ async function database(config: Config, role: Role, log: Logger, stack: Stack): 
  */
 async function ensureDevelopmentKey(keys: ApiKeyStore, dataDir: string, log: Logger): Promise<void> {
   if (await keys.any()) return;
-  const made = await keys.create('development', SCOPES);
+  const made = await keys.create('development', SCOPES, DEFAULT_CLIENT);
   const file = join(dataDir, DEV_KEY_FILE);
   await writeFile(file, `${made.key}\n`, { mode: 0o600 });
   log.warn({ keyId: made.id, file, scopes: made.scopes }, 'made a development API key with every scope; it is in the file');

@@ -3,19 +3,19 @@
 // service is not running: one process at a time may open it, so the CLI
 // refuses while the service has it (its lock file) rather than make a key the
 // running service would never see.
-//   keys create --name checkout --scopes orders:write,orders:read
-//   keys list
+//   keys create --name checkout --scopes orders:write,orders:read [--client shop-a]
+//   keys list [--client shop-a]
 //   keys revoke <id>
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { createApiKeySchema } from '../core/auth/api-key-input.js';
+import { clientIdSchema, createApiKeySchema } from '../core/auth/api-key-input.js';
 import { type ApiKeyInfo, apiKeyStore } from '../core/auth/api-keys.js';
 import { createDb } from '../core/db.js';
 import { DataDirInUseError, type EmbeddedDb, startEmbeddedDb } from '../core/embedded-db.js';
 import type { Logger } from '../core/logger.js';
 import { migrate } from '../core/migrate.js';
 
-export const KEYS_USAGE = 'usage: keys create --name <name> --scopes <scope,scope,...> | keys list | keys revoke <id>';
+export const KEYS_USAGE = 'usage: keys create --name <name> --scopes <scope,scope,...> [--client <client>] | keys list [--client <client>] | keys revoke <id>';
 
 /** Runs one keys command; what it prints goes to `out`. Returns the exit code. */
 export async function keysCommand(config: Config, args: readonly string[], log: Logger, out: (line: string) => void): Promise<number> {
@@ -26,18 +26,25 @@ export async function keysCommand(config: Config, args: readonly string[], log: 
   };
   let action: (keys: ReturnType<typeof apiKeyStore>) => Promise<number>;
   if (command === 'create') {
-    const parsed = createApiKeySchema.safeParse({ name: option(rest, '--name'), scopes: option(rest, '--scopes')?.split(',').filter(Boolean) });
+    const parsed = createApiKeySchema.safeParse({
+      name: option(rest, '--name'),
+      scopes: option(rest, '--scopes')?.split(',').filter(Boolean),
+      client: option(rest, '--client'),
+    });
     if (!parsed.success) return usage(z.prettifyError(parsed.error));
-    const { name, scopes } = parsed.data;
+    const { name, scopes, client } = parsed.data;
     action = async (keys) => {
-      const k = await keys.create(name, scopes);
-      out(JSON.stringify({ id: k.id, name: k.name, scopes: k.scopes, key: k.key, createdAt: k.createdAt.toISOString() }, null, 2));
+      const k = await keys.create(name, scopes, client);
+      out(JSON.stringify({ id: k.id, name: k.name, client: k.client, scopes: k.scopes, key: k.key, createdAt: k.createdAt.toISOString() }, null, 2));
       out('The key is shown this once: keep it in the client secret store now.');
       return 0;
     };
   } else if (command === 'list') {
+    const given = option(rest, '--client');
+    const client = clientIdSchema.optional().safeParse(given);
+    if (!client.success) return usage(z.prettifyError(client.error));
     action = async (keys) => {
-      for (const k of await keys.list()) out(JSON.stringify(json(k)));
+      for (const k of await keys.list(client.data)) out(JSON.stringify(json(k)));
       return 0;
     };
   } else if (command === 'revoke') {
@@ -90,6 +97,7 @@ function option(args: readonly string[], name: string): string | undefined {
 const json = (k: ApiKeyInfo) => ({
   id: k.id,
   name: k.name,
+  client: k.client,
   scopes: k.scopes,
   createdAt: k.createdAt.toISOString(),
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,

@@ -51,7 +51,14 @@ export async function startHttp(o: {
   const perMinute = config.AUTH_FAILURES_PER_MINUTE;
   // One brake per address for every credential: API keys, the admin token, the metrics token.
   const failures = rateLimit(o.redis, config.QUEUE_PREFIX, 'authfail', perMinute / 60, perMinute);
-  const guard = apiKeyGuard({ keys, perKey: rateLimit(o.redis, config.QUEUE_PREFIX, 'key', perSecond, perSecond), failures, log });
+  const perClient = config.CLIENT_RATE_LIMIT_PER_SECOND;
+  const guard = apiKeyGuard({
+    keys,
+    perKey: rateLimit(o.redis, config.QUEUE_PREFIX, 'key', perSecond, perSecond),
+    perClient: rateLimit(o.redis, config.QUEUE_PREFIX, 'client', perClient, perClient),
+    failures,
+    log,
+  });
   // One budget per address across both listeners: they share this process's event loop.
   const limit = publicLimit(config.PUBLIC_RATE_LIMIT_PER_SECOND);
   const metricsToken = config.METRICS_TOKEN;

@@ -13,7 +13,7 @@
 // the write and never tripped by a busy event loop) ends the wait: then the
 // limit admits, or, for a limit guarding something paid, refuses with
 // RedisUnavailableError (503 with Retry-After).
-import { type RateDecision, runGcra } from '../queue/index.js';
+import { type RateDecision, runDistinct, runGcra } from '../queue/index.js';
 import { createKeyedGatherer } from './gather.js';
 import type { RedisClient } from './redis.js';
 import { RedisUnavailableError, redisCall } from './redis-call.js';
@@ -68,6 +68,26 @@ export function rateLimit(redis: RedisClient, prefix: string, name: string, perS
   const decisions = createKeyedGatherer(judge, GATHER_MAX);
   return { take: (key) => decisions.submit(key, 't'), check: (key) => decisions.submit(key, 'c') };
 }
+
+/**
+ * A limit of `max` distinct members per key within a sliding `windowMs` (a
+ * client's distinct reminder contacts an hour): a member seen in the window
+ * is admitted again, a new one only below the limit. It guards a paid channel,
+ * so it refuses while Redis is away (RedisUnavailableError, a 503), as the
+ * refusing rate limit does. `key` is validated by the caller (a client id);
+ * `member` is a hash, never what it stands for.
+ */
+export function distinctLimit(redis: RedisClient, prefix: string, name: string, max: number, windowMs: number) {
+  return {
+    async admit(key: string, member: string): Promise<Verdict> {
+      if (redis.status !== 'ready') throw new RedisUnavailableError(`limit ${name}: redis is not connected (${redis.status})`);
+      const wait = await redisCall(runDistinct(redis, prefix, name, key, windowMs, max, member), `limit ${name}`);
+      if (wait === null) throw new Error(`limit ${name}: the script answered no verdict`);
+      return wait > 0 ? { ok: false, retryAfterMs: wait } : { ok: true };
+    },
+  };
+}
+export type DistinctLimit = ReturnType<typeof distinctLimit>;
 
 /** Decisions of one bucket in one call at most (a turn's beyond it go in a second call, sent right after). */
 const GATHER_MAX = 1_000;

@@ -44,7 +44,7 @@ export { type BatchHandler, createBatchFlusher } from './batcher/batch-flusher.j
 export type { DueBatch, TakenItem } from './scripts/batch-scripts.js';
 export { BATCH_GROUP_PATTERN, batcherKeys, batcherPrefix } from './keys.js';
 // Rate limits on the engine's connection (core/rate-limit.ts): one script call judges a run of decisions.
-export { type RateDecision, runGcra } from './scripts/limit-scripts.js';
+export { type RateDecision, runDistinct, runGcra } from './scripts/limit-scripts.js';
 // Telemetry and start-up checks.
 export { LATENESS_BUCKETS_MS, createLatenessRecorder } from './telemetry/lateness-recorder.js';
 export { type LatenessReader, createLatenessReader } from './telemetry/lateness-reader.js';

@@ -97,8 +97,12 @@ export type BatcherShardKeys = {
   readonly wake: string;
 };
 
-/** Group names become part of a key: callers validate them against this first. */
-export const BATCH_GROUP_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+/**
+ * Group names become part of a key: callers validate them against this first.
+ * No braces (a second hash tag), colons or spaces; a '/' lets a caller name a
+ * group of two parts (the parcels' "<client>/<area>").
+ */
+export const BATCH_GROUP_PATTERN = /^[A-Za-z0-9_.\/-]{1,100}$/;
 
 /** The key prefix of the batchers running beside the queues of `queuePrefix` (their keys must not share a queue's names). */
 export const batcherPrefix = (queuePrefix: string) => `${queuePrefix}b`;
@@ -131,3 +135,6 @@ export function latenessKeys(prefix: string, queue: string, minuteMs: number): L
  * bucket is kept in µs; one in ms read as µs would refuse everything.
  */
 export const rateBucketKey = (prefix: string, limit: string, key: string) => `${prefix}:rl2:${limit}:${key}`;
+
+/** The sliding window of distinct members of one limit (`limit`: contacts...) for one validated `key` (a client id). */
+export const distinctWindowKey = (prefix: string, limit: string, key: string) => `${prefix}:rld:${limit}:${key}`;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import request, { type Agent as TestAgent } from 'supertest';
 import { apiKeyStore } from '../../src/core/auth/api-keys.js';
 import { SCOPES, type Scope } from '../../src/core/auth/scopes.js';
+import { DEFAULT_CLIENT } from '../../src/core/auth/api-key-input.js';
 import { createDb } from '../../src/core/db.js';
 import { loadConfig } from '../../src/config.js';
 import { batcherPrefix } from '../../src/queue/index.js';
@@ -21,10 +22,15 @@ export type TestService = RunningService & {
 };
 
 /** Makes an API key in the database at `databaseUrl` (every scope unless told). */
-export async function makeApiKey(databaseUrl: string, scopes: readonly Scope[] = SCOPES, name = 'test'): Promise<{ id: string; key: string }> {
+export async function makeApiKey(
+  databaseUrl: string,
+  scopes: readonly Scope[] = SCOPES,
+  name = 'test',
+  client = DEFAULT_CLIENT,
+): Promise<{ id: string; key: string }> {
   const db = createDb(databaseUrl, 1);
   try {
-    const k = await apiKeyStore(db).create(name, scopes);
+    const k = await apiKeyStore(db).create(name, scopes, client);
     return { id: k.id, key: k.key };
   } finally {
     await db.$disconnect();

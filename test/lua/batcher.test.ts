@@ -97,10 +97,13 @@ describe('batch-add', () => {
 
   it('refuses group names that could break out of the key', async () => {
     const b = batcher(3);
-    for (const bad of ['', 'a b', 'a:b', 'x'.repeat(33), 'a}b', '{A}', 'ä']) {
+    for (const bad of ['', 'a b', 'a:b', 'x'.repeat(101), 'a}b', '{A}', 'ä']) {
       await expect(b.add(bad, 'p')).rejects.toBeInstanceOf(QueueInputError);
     }
     await expect(b.add('A', '')).rejects.toBeInstanceOf(QueueInputError);
+    // A name of two parts (the parcels' "<client>/<area>") is one group.
+    expect((await b.add('client.b/B-7', 'p')).waiting).toBe(1);
+    expect(await b.waiting('client.b/B-7')).toMatchObject({ count: 1 });
   });
 });
 

@@ -8,13 +8,14 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Db } from '../db.js';
 import { type Scope, SCOPES } from './scopes.js';
 
-/** A key as the service sees it once checked: who it is and what it may do. */
-export type Client = { readonly id: string; readonly name: string; readonly scopes: ReadonlySet<Scope> };
+/** A key as the service sees it once checked: which key, the client (tenant) it acts for, and what it may do. */
+export type Caller = { readonly id: string; readonly name: string; readonly client: string; readonly scopes: ReadonlySet<Scope> };
 
 /** A key as operators list it: never its secret. */
 export type ApiKeyInfo = {
   readonly id: string;
   readonly name: string;
+  readonly client: string;
   readonly scopes: readonly Scope[];
   readonly createdAt: Date;
   readonly lastUsedAt: Date | null;
@@ -43,10 +44,11 @@ export function sameHash(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-type Row = { id: string; name: string; scopes: string[]; created_at: Date; last_used_at: Date | null; revoked_at: Date | null };
+type Row = { id: string; name: string; client: string; scopes: string[]; created_at: Date; last_used_at: Date | null; revoked_at: Date | null };
 const infoOf = (r: Row): ApiKeyInfo => ({
   id: r.id,
   name: r.name,
+  client: r.client,
   scopes: r.scopes.filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)),
   createdAt: r.created_at,
   lastUsedAt: r.last_used_at,
@@ -56,20 +58,22 @@ const infoOf = (r: Row): ApiKeyInfo => ({
 export function apiKeyStore(db: Db) {
   return {
     /** Makes a key; the answer holds the key itself, which nothing can show again. */
-    async create(name: string, scopes: readonly Scope[]): Promise<ApiKeyInfo & { key: string }> {
+    async create(name: string, scopes: readonly Scope[], client: string): Promise<ApiKeyInfo & { key: string }> {
       const id = randomUUID();
       const key = `${KEY_PREFIX}${id.replaceAll('-', '')}_${randomBytes(32).toString('base64url')}`;
       const unique = [...new Set(scopes)];
       const [row] = await db.$queryRaw<Row[]>`
-        INSERT INTO api_keys (id, name, scopes, secret_hash) VALUES (${id}::uuid, ${name}, ${unique}::text[], ${sha256(key)})
-        RETURNING id::text, name, scopes, created_at, last_used_at, revoked_at`;
+        INSERT INTO api_keys (id, name, client, scopes, secret_hash) VALUES (${id}::uuid, ${name}, ${client}, ${unique}::text[], ${sha256(key)})
+        RETURNING id::text, name, client, scopes, created_at, last_used_at, revoked_at`;
       return { ...infoOf(row as Row), key };
     },
 
-    /** Every key, newest first, revoked ones included (they say so). */
-    async list(): Promise<ApiKeyInfo[]> {
+    /** Every key (of one client, when given), newest first, revoked ones included (they say so). */
+    async list(client?: string): Promise<ApiKeyInfo[]> {
       const rows = await db.$queryRaw<Row[]>`
-        SELECT id::text, name, scopes, created_at, last_used_at, revoked_at FROM api_keys ORDER BY created_at DESC, id`;
+        SELECT id::text, name, client, scopes, created_at, last_used_at, revoked_at FROM api_keys
+         WHERE ${client === undefined} OR client = ${client ?? ''}
+         ORDER BY created_at DESC, id`;
       return rows.map(infoOf);
     },
 
@@ -77,7 +81,7 @@ export function apiKeyStore(db: Db) {
     async revoke(id: string): Promise<ApiKeyInfo | null> {
       const [row] = await db.$queryRaw<Row[]>`
         UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = ${id}::uuid
-        RETURNING id::text, name, scopes, created_at, last_used_at, revoked_at`;
+        RETURNING id::text, name, client, scopes, created_at, last_used_at, revoked_at`;
       return row ? infoOf(row) : null;
     },
 
@@ -88,13 +92,13 @@ export function apiKeyStore(db: Db) {
     },
 
     /** The client a key stands for, or null for an unknown, wrong or revoked key. */
-    async verify(key: string): Promise<Client | null> {
+    async verify(key: string): Promise<Caller | null> {
       const parsed = parseKey(key);
       if (!parsed) return null;
       const [row] = await db.$queryRaw<(Row & { secret_hash: string })[]>`
-        SELECT id::text, name, scopes, secret_hash, created_at, last_used_at, revoked_at FROM api_keys WHERE id = ${parsed.id}::uuid`;
+        SELECT id::text, name, client, scopes, secret_hash, created_at, last_used_at, revoked_at FROM api_keys WHERE id = ${parsed.id}::uuid`;
       if (!row || !sameHash(row.secret_hash, parsed.hash) || row.revoked_at) return null;
-      return { id: row.id, name: row.name, scopes: new Set(infoOf(row).scopes) };
+      return { id: row.id, name: row.name, client: row.client, scopes: new Set(infoOf(row).scopes) };
     },
 
     /** Records that a key was used (at most once a minute per key in the database). */

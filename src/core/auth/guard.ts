@@ -1,6 +1,7 @@
 // The API-key guard in front of every client route: a missing, malformed,
 // unknown or revoked key is 401 (with WWW-Authenticate: Bearer), a key without
-// the route's scope 403 naming it, a key over its rate 429 with Retry-After.
+// the route's scope 403 naming it, a key over its rate or its client over the
+// client's 429 with Retry-After.
 // A checked key is believed until CACHE_MS after its lookup started (the
 // database read it as of then), and a request joins a running lookup only if
 // that started less than CACHE_MS ago: a revocation holds on every instance
@@ -15,7 +16,7 @@ import { type RateLimit, retryAfterSeconds } from '../rate-limit.js';
 import { addressOf } from '../http/client-address.js';
 import { sendProblem } from '../http/problem.js';
 import { KNOWN_GOOD_MS, brakeAdmits, countFailure } from './failure-brake.js';
-import { type ApiKeyStore, type Client, parseKey } from './api-keys.js';
+import { type ApiKeyStore, type Caller, parseKey } from './api-keys.js';
 import type { Scope } from './scopes.js';
 
 /** How long a lookup's verdict (valid or not) is believed, from the lookup's start: the bound on how late a revocation takes effect. */
@@ -25,7 +26,7 @@ const TOUCH_EVERY_MS = 60_000;
 const BEARER = /^Bearer +(\S+)$/i;
 
 export type ApiKeyGuard = {
-  /** Middleware admitting only a valid key holding `scope`; it leaves the client in res.locals.client. */
+  /** Middleware admitting only a valid key holding `scope`; it leaves the caller (key and client) in res.locals.caller. */
   require(scope: Scope): RequestHandler;
 };
 
@@ -33,32 +34,34 @@ export function apiKeyGuard(o: {
   readonly keys: Pick<ApiKeyStore, 'verify' | 'touch'>;
   /** Per key id. */
   readonly perKey: RateLimit;
+  /** Per client (tenant): the keys of one client share it. */
+  readonly perClient: RateLimit;
   /** Failed attempts per address. */
   readonly failures: RateLimit;
   readonly log: Pick<Logger, 'warn'>;
 }): ApiKeyGuard {
-  const cache = new Map<string, { client: Client | null; until: number }>();
-  const inFlight = new Map<string, { started: number; verdict: Promise<Client | null> }>();
+  const cache = new Map<string, { caller: Caller | null; until: number }>();
+  const inFlight = new Map<string, { started: number; verdict: Promise<Caller | null> }>();
   const touched = new Map<string, number>();
   const knownGood = new Map<string, number>();
 
-  const cached = (hash: string): Client | null | undefined => {
+  const cached = (hash: string): Caller | null | undefined => {
     const hit = cache.get(hash);
-    return hit && hit.until > Date.now() ? hit.client : undefined;
+    return hit && hit.until > Date.now() ? hit.caller : undefined;
   };
 
-  const lookUp = (key: string, hash: string): Promise<Client | null> => {
+  const lookUp = (key: string, hash: string): Promise<Caller | null> => {
     const running = inFlight.get(hash);
     if (running && running.started > Date.now() - CACHE_MS) return running.verdict;
     const started = Date.now();
-    const verdict = o.keys.verify(key).then((client) => {
+    const verdict = o.keys.verify(key).then((caller) => {
       if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(hash, { client, until: started + CACHE_MS });
-      if (client) {
+      cache.set(hash, { caller, until: started + CACHE_MS });
+      if (caller) {
         if (knownGood.size >= CACHE_MAX) knownGood.clear();
         knownGood.set(hash, Date.now());
       } else knownGood.delete(hash);
-      return client;
+      return caller;
     });
     const entry = { started, verdict };
     inFlight.set(hash, entry);
@@ -66,12 +69,12 @@ export function apiKeyGuard(o: {
     return verdict;
   };
 
-  const touch = (client: Client) => {
+  const touch = (caller: Caller) => {
     const now = Date.now();
-    if ((touched.get(client.id) ?? 0) > now - TOUCH_EVERY_MS) return;
+    if ((touched.get(caller.id) ?? 0) > now - TOUCH_EVERY_MS) return;
     if (touched.size >= CACHE_MAX) touched.clear();
-    touched.set(client.id, now);
-    o.keys.touch(client.id).catch((err: unknown) => o.log.warn({ err, keyId: client.id }, 'recording a key as used failed'));
+    touched.set(caller.id, now);
+    o.keys.touch(caller.id).catch((err: unknown) => o.log.warn({ err, keyId: caller.id }, 'recording a key as used failed'));
   };
 
   const unauthorized = (res: Response, detail: string) => {
@@ -88,16 +91,16 @@ export function apiKeyGuard(o: {
         if (!key) return unauthorized(res, 'send Authorization: Bearer <API key>');
         const parsed = parseKey(key);
         if (!parsed) return unauthorized(res, 'that is not an API key');
-        let client = cached(parsed.hash);
-        if (client === undefined) {
+        let caller = cached(parsed.hash);
+        if (caller === undefined) {
           const address = addressOf(req);
           const good = (knownGood.get(parsed.hash) ?? 0) > Date.now() - KNOWN_GOOD_MS;
           if (!(await brakeAdmits(o.failures, address, good, res))) return;
-          client = await lookUp(key, parsed.hash);
-          if (!client && !(await countFailure(o.failures, address, res))) return;
+          caller = await lookUp(key, parsed.hash);
+          if (!caller && !(await countFailure(o.failures, address, res))) return;
         }
-        if (!client) return unauthorized(res, 'this API key is unknown or revoked');
-        if (!client.scopes.has(scope)) {
+        if (!caller) return unauthorized(res, 'this API key is unknown or revoked');
+        if (!caller.scopes.has(scope)) {
           res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
           return sendProblem(res, {
             status: 403,
@@ -107,25 +110,27 @@ export function apiKeyGuard(o: {
             extra: { scope },
           });
         }
-        const verdict = await o.perKey.take(client.id.replaceAll('-', ''));
-        if (!verdict.ok) {
-          res.set('Retry-After', retryAfterSeconds(verdict.retryAfterMs));
+        // Both are taken, in one turn (each bucket's decisions share one script call): a request refused by one still counts in the other.
+        const [byKey, byClient] = await Promise.all([o.perKey.take(caller.id.replaceAll('-', '')), o.perClient.take(caller.client)]);
+        const refused = !byKey.ok ? byKey : !byClient.ok ? byClient : null;
+        if (refused) {
+          res.set('Retry-After', retryAfterSeconds(refused.retryAfterMs));
           return sendProblem(res, {
             status: 429,
             code: 'RATE_LIMITED',
-            title: 'Too many requests for this API key',
+            title: byKey.ok ? "Too many requests for this API key's client" : 'Too many requests for this API key',
             detail: 'retry after Retry-After seconds',
           });
         }
-        touch(client);
-        res.locals.client = client;
+        touch(caller);
+        res.locals.caller = caller;
         next();
       };
     },
   };
 }
 
-/** The client a guarded route was called by (set by the guard). */
-export function clientOf(res: Response): Client | null {
-  return (res.locals.client as Client | undefined) ?? null;
+/** The caller a guarded route was called by (set by the guard). */
+export function callerOf(res: Response): Caller | null {
+  return (res.locals.caller as Caller | undefined) ?? null;
 }

@@ -18,6 +18,8 @@ export type DeliveryInsert = {
   /** The dedupe key over `from`'s columns (contract.ts dedupeKeySql). */
   dedupeKey: Prisma.Sql;
   subject: { column: DeliverySubject; value: Prisma.Sql };
+  /** The client (tenant) of the subject, an expression over `from`: a delivery row is its subject's client's. */
+  client: Prisma.Sql;
   channel?: Prisma.Sql;
   recipient?: Prisma.Sql;
   /** What the receiver needs, a jsonb expression over `from`. */
@@ -26,8 +28,8 @@ export type DeliveryInsert = {
 
 /** `INSERT INTO notifications (...) SELECT ... FROM <from>`, each row a new id. */
 export function deliveryInsertSql(o: DeliveryInsert): Prisma.Sql {
-  const cols: Prisma.Sql[] = [Prisma.raw('id, kind, dedupe_key'), Prisma.raw(o.subject.column)];
-  const values: Prisma.Sql[] = [Prisma.sql`gen_random_uuid(), ${o.kind}::"NotificationKind", ${o.dedupeKey}`, o.subject.value];
+  const cols: Prisma.Sql[] = [Prisma.raw('id, kind, dedupe_key, client'), Prisma.raw(o.subject.column)];
+  const values: Prisma.Sql[] = [Prisma.sql`gen_random_uuid(), ${o.kind}::"NotificationKind", ${o.dedupeKey}, ${o.client}`, o.subject.value];
   if (o.channel) {
     cols.push(Prisma.raw('channel'));
     values.push(o.channel);

@@ -4,8 +4,8 @@
 // what the API checks and what it documents cannot drift apart.
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import type { Client } from '../auth/api-keys.js';
-import { type ApiKeyGuard, clientOf } from '../auth/guard.js';
+import type { Caller } from '../auth/api-keys.js';
+import { type ApiKeyGuard, callerOf } from '../auth/guard.js';
 import type { Scope } from '../auth/scopes.js';
 import { AppError } from '../errors.js';
 import type { RateLimit } from '../rate-limit.js';
@@ -52,11 +52,18 @@ export type RouteInput<P extends ParamMap, Q, B> = {
   readonly body: Out<B>;
   /**
    * The Idempotency-Key header (checked), on routes that take one, scoped to
-   * the calling client ("<api key id>:<key>"): two clients never share one.
+   * the caller's client ("<client>/<key>"): two clients never share one, and
+   * a client's keys do (a retry after a key rotation replays, never doubles).
    */
   readonly idempotencyKey: string | null;
-  /** The API key's client, on routes that need one. */
-  readonly client: Client | null;
+  /** The API key that called, on routes that need one (null on public and admin routes). */
+  readonly caller: Caller | null;
+  /**
+   * The caller's client (tenant): every object the route reads or changes
+   * must be this client's. Reading it on a route without an API key is a
+   * programming error and throws.
+   */
+  readonly client: string;
 };
 
 export type RouteSpec<P extends ParamMap, Q extends z.ZodType | undefined, B extends z.ZodType | undefined> = {
@@ -136,12 +143,22 @@ export function route<P extends ParamMap = Record<never, PathParam>, Q extends z
       if (!r.success) throw new AppError(p.code, p.status, p.message(raw));
       params[name] = r.data;
     }
-    const client = clientOf(res);
+    const caller = callerOf(res);
     const given = spec.idempotencyKey ? idempotencyKey(req) : null;
-    const key = given !== null && client ? `${client.id}:${given}` : given;
+    const key = given !== null && caller ? `${caller.client}/${given}` : given;
     const body = spec.body ? spec.body.parse(req.body ?? (spec.bodyOptional ? {} : undefined)) : undefined;
     // The casts restate what the checks above established for these schemas.
-    const input = { params, query, body, idempotencyKey: key, client } as RouteInput<P, Q, B>;
+    const input = {
+      params,
+      query,
+      body,
+      idempotencyKey: key,
+      caller,
+      get client(): string {
+        if (!caller) throw new Error(`${spec.method} ${spec.path} has no API key, so no client`);
+        return caller.client;
+      },
+    } as RouteInput<P, Q, B>;
     await handle(input, res, req);
   };
   return { doc: doc as RouteDoc, handler };

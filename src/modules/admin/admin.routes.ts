@@ -29,6 +29,7 @@ import {
 /** A parcel batch as the dashboard lists it; the parcels module provides them through the composition root. */
 export type RecentBatch = {
   readonly id: string;
+  readonly client: string;
   readonly areaCode: string;
   readonly vehiclePlate: string;
   readonly reason: 'FULL' | 'TIMEOUT';
@@ -36,8 +37,24 @@ export type RecentBatch = {
   readonly createdAt: Date;
 };
 
-/** A daily report as the dashboard lists it; the reports module provides them through the composition root. */
-type ListedReport = Omit<z.infer<typeof dailyReportsJsonSchema>['reports'][number], 'generatedAt'> & { readonly generatedAt: Date };
+type Figures = NonNullable<z.infer<typeof dailyReportsJsonSchema>['reports'][number]['figures']>;
+
+/** A daily report as the reports module stores it: every client's figures, and each client's with any row that day. */
+type ListedReport = {
+  readonly day: string;
+  readonly timezone: string;
+  readonly generatedAt: Date;
+  readonly figures: Figures & { readonly clients?: Readonly<Record<string, Figures>> };
+};
+
+/** A client's figures on a day it had no row. */
+const NO_FIGURES: Figures = {
+  orders: { created: 0, paid: 0, paidCents: 0, cancelledTimeout: 0, cancelledCustomer: 0 },
+  reminders: { written: 0, sent: 0, failed: 0 },
+  notifications: { sent: 0, failed: 0 },
+  parcels: { received: 0, batched: 0, maxWaitSeconds: null, avgWaitSeconds: null },
+  batches: { full: 0, timeout: 0 },
+};
 
 export type AdminDeps = {
   readonly queues: readonly Queue[];
@@ -47,7 +64,8 @@ export type AdminDeps = {
   readonly redrives?: Readonly<Record<string, RedriveRecord>>;
   readonly token: string;
   readonly lateness: LatenessReader;
-  readonly recentBatches: (limit: number) => Promise<readonly RecentBatch[]>;
+  /** The latest batches, of one client when given. */
+  readonly recentBatches: (limit: number, client?: string) => Promise<readonly RecentBatch[]>;
   /** The latest daily reports, newest day first; the reports module provides them. */
   readonly dailyReports: (limit: number) => Promise<readonly ListedReport[]>;
 };
@@ -196,15 +214,16 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       method: 'get',
       path: '/admin/batches',
       auth: 'admin',
-      summary: 'The latest parcel batches of every area, newest first',
+      summary: "The latest parcel batches of every client's areas (or of one client's, with ?client=), newest first",
       query: batchesQuerySchema,
       responses: ok('the batches', recentBatchesJsonSchema),
       errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
       handle: async ({ query }, res) => {
-        const batches = await deps.recentBatches(query.limit);
+        const batches = await deps.recentBatches(query.limit, query.client);
         res.json({
           batches: batches.map((b) => ({
             id: b.id,
+            client: b.client,
             area: b.areaCode,
             vehiclePlate: b.vehiclePlate,
             reason: b.reason,
@@ -218,13 +237,19 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       method: 'get',
       path: '/admin/reports',
       auth: 'admin',
-      summary: 'The latest daily reports (DAILY_REPORT_CRON), newest day first',
+      summary: "The latest daily reports (DAILY_REPORT_CRON), newest day first: every client's figures, or one client's with ?client=",
       query: reportsQuerySchema,
       responses: ok('the reports', dailyReportsJsonSchema),
       errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
       handle: async ({ query }, res) => {
         const reports = await deps.dailyReports(query.limit);
-        res.json({ reports: reports.map((r) => ({ ...r, generatedAt: r.generatedAt.toISOString() })) });
+        res.json({
+          reports: reports.map(({ figures: { clients, ...all }, ...r }) => ({
+            ...r,
+            generatedAt: r.generatedAt.toISOString(),
+            figures: query.client === undefined ? all : clients ? (clients[query.client] ?? NO_FIGURES) : null,
+          })),
+        });
       },
     }),
     ...apiKeyRoutes(deps.keys),

@@ -1,6 +1,7 @@
 // Request and answer shapes of the operators' API, validated by zod at the
 // edge and described by the OpenAPI document.
 import { z } from 'zod';
+import { clientIdSchema } from '../../core/auth/api-key-input.js';
 import { plainText } from '../../core/http/plain-text.js';
 
 export const deadQuerySchema = z.strictObject({
@@ -9,7 +10,10 @@ export const deadQuerySchema = z.strictObject({
 });
 export const redriveAllQuerySchema = z.strictObject({ max: z.coerce.number().int().min(1).max(10_000).default(1_000) });
 export const latenessQuerySchema = z.strictObject({ minutes: z.coerce.number().int().min(1).max(15).default(5) });
-export const batchesQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) });
+export const batchesQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  client: clientIdSchema.optional().meta({ description: "only this client's batches" }),
+});
 
 /** As the engine checks it (producer/schedule-input.ts checkId); the engine stays the authority and checks again. */
 export const jobIdSchema = plainText(1, 256).meta({ description: 'a job id, e.g. order:<uuid>:expire (URL-encoded)' });
@@ -70,6 +74,7 @@ export const recentBatchesJsonSchema = z.object({
   batches: z.array(
     z.object({
       id: z.uuid(),
+      client: z.string(),
       area: z.string(),
       vehiclePlate: z.string(),
       reason: z.enum(['FULL', 'TIMEOUT']),
@@ -79,7 +84,10 @@ export const recentBatchesJsonSchema = z.object({
   ),
 });
 
-export const reportsQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(366).default(14) });
+export const reportsQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(366).default(14),
+  client: clientIdSchema.optional().meta({ description: "that client's figures instead of every client's" }),
+});
 
 const figure = z.number().int().nonnegative();
 export const dailyReportsJsonSchema = z.object({
@@ -88,13 +96,16 @@ export const dailyReportsJsonSchema = z.object({
       day: z.iso.date(),
       timezone: z.string(),
       generatedAt: instantOut,
-      figures: z.object({
-        orders: z.object({ created: figure, paid: figure, paidCents: figure, cancelledTimeout: figure, cancelledCustomer: figure }),
-        reminders: z.object({ written: figure, sent: figure, failed: figure }),
-        notifications: z.object({ sent: figure, failed: figure }),
-        parcels: z.object({ received: figure, batched: figure, maxWaitSeconds: z.number().nullable(), avgWaitSeconds: z.number().nullable() }),
-        batches: z.object({ full: figure, timeout: figure }),
-      }),
+      /** Every client's, or with ?client= that client's (zeros on a day it had none; null on a report made before reports counted per client). */
+      figures: z
+        .object({
+          orders: z.object({ created: figure, paid: figure, paidCents: figure, cancelledTimeout: figure, cancelledCustomer: figure }),
+          reminders: z.object({ written: figure, sent: figure, failed: figure }),
+          notifications: z.object({ sent: figure, failed: figure }),
+          parcels: z.object({ received: figure, batched: figure, maxWaitSeconds: z.number().nullable(), avgWaitSeconds: z.number().nullable() }),
+          batches: z.object({ full: figure, timeout: figure }),
+        })
+        .nullable(),
     }),
   ),
 });

@@ -3,7 +3,7 @@
 // A revocation holds on every instance within the guard's cache time (500 ms).
 import { z } from 'zod';
 import type { ApiKeyInfo, ApiKeyStore } from '../../core/auth/api-keys.js';
-import { createApiKeySchema } from '../../core/auth/api-key-input.js';
+import { clientIdSchema, createApiKeySchema } from '../../core/auth/api-key-input.js';
 import { scopeSchema } from '../../core/auth/scopes.js';
 import { AppError } from '../../core/errors.js';
 import { type PathParam, type Route, route } from '../../core/http/route.js';
@@ -11,6 +11,7 @@ import { type PathParam, type Route, route } from '../../core/http/route.js';
 const apiKeyJsonSchema = z.object({
   id: z.uuid(),
   name: z.string(),
+  client: z.string(),
   scopes: z.array(scopeSchema),
   createdAt: z.iso.datetime(),
   lastUsedAt: z.iso.datetime().nullable(),
@@ -19,6 +20,7 @@ const apiKeyJsonSchema = z.object({
 const createdApiKeyJsonSchema = z.object({
   id: z.uuid(),
   name: z.string(),
+  client: z.string(),
   scopes: z.array(scopeSchema),
   key: z.string().meta({ description: 'the key itself (Authorization: Bearer <key>); shown this once, never again' }),
   createdAt: z.iso.datetime(),
@@ -29,6 +31,7 @@ const id = { schema: z.uuid(), status: 400, code: 'INVALID_API_KEY_ID', message:
 const toJson = (k: ApiKeyInfo) => ({
   id: k.id,
   name: k.name,
+  client: k.client,
   scopes: [...k.scopes],
   createdAt: k.createdAt.toISOString(),
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
@@ -46,20 +49,20 @@ export function apiKeyRoutes(keys: ApiKeyStore): Route[] {
       responses: { 201: { description: 'the key, with its secret', schema: createdApiKeyJsonSchema } },
       errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
       handle: async ({ body }, res) => {
-        const k = await keys.create(body.name, body.scopes);
-        res.set('Cache-Control', 'no-store');
-        res.status(201).json({ id: k.id, name: k.name, scopes: [...k.scopes], key: k.key, createdAt: k.createdAt.toISOString() });
+        const k = await keys.create(body.name, body.scopes, body.client);
+        res.status(201).json({ id: k.id, name: k.name, client: k.client, scopes: [...k.scopes], key: k.key, createdAt: k.createdAt.toISOString() });
       },
     }),
     route({
       method: 'get',
       path: '/admin/api-keys',
       auth: 'admin',
-      summary: 'Every API key, newest first, without secrets (revoked ones say when)',
+      summary: 'Every API key (of one client, with ?client=), newest first, without secrets (revoked ones say when)',
+      query: z.strictObject({ client: clientIdSchema.optional() }),
       responses: { 200: { description: 'the keys', schema: z.object({ keys: z.array(apiKeyJsonSchema) }) } },
       errors: [{ status: 503, code: 'DATABASE_UNAVAILABLE' }],
-      handle: async (_input, res) => {
-        res.json({ keys: (await keys.list()).map(toJson) });
+      handle: async ({ query }, res) => {
+        res.json({ keys: (await keys.list(query.client)).map(toJson) });
       },
     }),
     route({

@@ -3,7 +3,7 @@ import type { RedisClient } from '../../core/redis.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../core/db.js';
 import { httpOf } from '../../core/http/route.js';
-import { rateLimit } from '../../core/rate-limit.js';
+import { distinctLimit, rateLimit } from '../../core/rate-limit.js';
 import type { Logger } from '../../core/logger.js';
 import type { ServiceModule } from '../../core/module.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
@@ -26,6 +26,7 @@ export type AppointmentsModuleConfig = QueueConfig &
     | 'APPOINTMENT_RECONCILE_GRACE_SECONDS'
     | 'APPOINTMENT_RECONCILE_AFTER_START_SECONDS'
     | 'REMINDERS_PER_CONTACT_PER_HOUR'
+    | 'CLIENT_CONTACTS_PER_HOUR'
     | 'PHONE_DEFAULT_REGION'
   >;
 
@@ -47,6 +48,8 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     defaultLeadSeconds: config.REMINDER_LEAD_SECONDS,
     // Refused while Redis is away: it stands in front of a paid SMS channel, and what it admits then is sent.
     perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour, 'refuse'),
+    clientContacts:
+      config.CLIENT_CONTACTS_PER_HOUR > 0 ? distinctLimit(deps.redis, config.QUEUE_PREFIX, 'contacts', config.CLIENT_CONTACTS_PER_HOUR, 3_600_000) : undefined,
     phoneRegion: config.PHONE_DEFAULT_REGION,
   });
   const reconcile = createAppointmentsReconcile({

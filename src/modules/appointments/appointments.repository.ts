@@ -2,7 +2,9 @@
 // one file per transition with a header (what it does, why one statement, its
 // guard, its lock order, what it returns); every change is judged by the
 // database clock, and the reminder is written only by the statement that
-// checks the appointment still holds the slot it was scheduled for.
+// checks the appointment still holds the slot it was scheduled for. What the
+// API calls takes the caller's client first and sees only that client's rows;
+// what the jobs call goes by id.
 import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
 import { type ReminderSlot, slotKey } from './sql/appointment-row.js';
@@ -21,10 +23,10 @@ export function createAppointmentsRepository(db: Db) {
   return {
     insert: async (a: NewAppointment) => (await insertAppointments(db, [a]))[0] ?? null,
     insertMany: (rows: readonly NewAppointment[]) => insertAppointments(db, rows),
-    find: (id: string) => findAppointment(db, id),
-    findByIdempotencyKey: (key: string) => findAppointmentByIdempotencyKey(db, key),
-    reschedule: (id: string, startsAt: Date | null, lead: number | null) => rescheduleAppointment(db, id, startsAt, lead),
-    cancel: (id: string) => cancelAppointment(db, id),
+    find: (client: string, id: string) => findAppointment(db, client, id),
+    findByIdempotencyKey: (client: string, key: string) => findAppointmentByIdempotencyKey(db, client, key),
+    reschedule: (client: string, id: string, startsAt: Date | null, lead: number | null) => rescheduleAppointment(db, client, id, startsAt, lead),
+    cancel: (client: string, id: string) => cancelAppointment(db, client, id),
     /** writeReminders of one slot: the reminder written or taken back, or null. */
     writeReminder: async (id: string, startsAtMs: number) => {
       const slot = { appointmentId: id, startsAtMs };
@@ -36,7 +38,7 @@ export function createAppointmentsRepository(db: Db) {
     listUnreminded: (w: UnremindedWindow, after: { remindAt: Date; id: string } | null, limit: number) => listUnreminded(db, w, after, limit),
     /** Retention, one kind per status (sql/purge.ts). */
     retention: [purgeOf(db, 'appointments BOOKED', PURGE_BOOKED), purgeOf(db, 'appointments CANCELLED', PURGE_CANCELLED)] as const,
-    listReminders: (id: string) => listReminders(db, id),
+    listReminders: (client: string, id: string) => listReminders(db, client, id),
   };
 }
 

@@ -42,8 +42,8 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
           201: { ...appointment('the appointment, BOOKED'), headers: CREATED_HEADERS },
         },
         errors: [IN_PAST, TOO_FAR, BAD_CONTACT, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }, CONTACT_LIMITED],
-        handle: async ({ body, idempotencyKey }, res) => {
-          const { appointment: a, replayed } = await service.book(body, idempotencyKey);
+        handle: async ({ body, idempotencyKey, client }, res) => {
+          const { appointment: a, replayed } = await service.book(client, body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
           res.status(201).location(`/appointments/${a.id}`).json(toJson(a));
         },
@@ -56,8 +56,8 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         params: { id },
         responses: { 200: { description: 'the appointment and its reminders', schema: appointmentWithRemindersJsonSchema } },
         errors: [NOT_FOUND],
-        handle: async ({ params }, res) => {
-          const [a, reminders] = await Promise.all([service.get(params.id), service.reminders(params.id)]);
+        handle: async ({ params, client }, res) => {
+          const [a, reminders] = await Promise.all([service.get(client, params.id), service.reminders(client, params.id)]);
           const json: AppointmentWithRemindersJson = {
             ...toJson(a),
             reminders: reminders.map((n) => ({
@@ -82,8 +82,8 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         body: rescheduleAppointmentSchema,
         responses: { 200: appointment('the appointment') },
         errors: [NOT_FOUND, IN_PAST, TOO_FAR, { status: 409, code: 'APPOINTMENT_CANCELLED' }, CONTACT_LIMITED],
-        handle: async ({ params, body }, res) => {
-          res.json(toJson(await service.reschedule(params.id, body)));
+        handle: async ({ params, body, client }, res) => {
+          res.json(toJson(await service.reschedule(client, params.id, body)));
         },
       }),
       route({
@@ -94,8 +94,8 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         params: { id },
         responses: { 200: appointment('the appointment, CANCELLED') },
         errors: [NOT_FOUND],
-        handle: async ({ params }, res) => {
-          res.json(toJson(await service.cancel(params.id)));
+        handle: async ({ params, client }, res) => {
+          res.json(toJson(await service.cancel(client, params.id)));
         },
       }),
     ],

@@ -1,6 +1,8 @@
 // The appointments domain: book (idempotent), reschedule and cancel, and the
 // reminder work behind them. PostgreSQL decides; the queue is told after the
 // commit, best effort, and the reconciliation pass repairs what it missed.
+// The API's functions take the caller's client first: another client's
+// appointment is not found, as an unknown one, and nothing of it changes.
 import { createHash, randomUUID } from 'node:crypto';
 import type { CountryCode } from 'libphonenumber-js';
 import { AppError } from '../../core/errors.js';
@@ -9,7 +11,7 @@ import { gatherSchedules } from '../../core/module-queue.js';
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
-import { type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
+import { type DistinctLimit, type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
@@ -60,6 +62,8 @@ export function createAppointmentsService(d: {
   defaultLeadSeconds: number;
   /** Reminders booked or moved per contact (REMINDERS_PER_CONTACT_PER_HOUR). */
   perContact: RateLimit;
+  /** Distinct contacts per client in a sliding hour (CLIENT_CONTACTS_PER_HOUR); none: no such limit. */
+  clientContacts?: DistinctLimit | undefined;
   /** Region of SMS contacts given without a country code (PHONE_DEFAULT_REGION); none: international only. */
   phoneRegion?: CountryCode | undefined;
 }) {
@@ -69,14 +73,27 @@ export function createAppointmentsService(d: {
   const bookingSchedules = gatherSchedules(queue, GATHER_MAX);
 
   /**
-   * A booking or a move sets up a reminder to this contact: refused (429,
-   * nothing written) past the contact's hourly limit, whichever client asks.
-   * The bucket is named by a hash of the contact as its channel reaches it
-   * (contactIdentity), so other spellings of one number or mailbox share it
-   * and no contact is written into a Redis key.
+   * A booking or a move by client `client` sets up a reminder to this
+   * contact: refused (429, nothing written) past the client's distinct
+   * contacts of the hour, then past the contact's hourly limit. The second is
+   * global, whichever client asks: it protects the person behind the number;
+   * the first bounds what one client can spend on the paid channel. Both are
+   * keyed by a hash of the contact as its channel reaches it
+   * (contactIdentity), so other spellings of one number or mailbox count as
+   * one and no contact is written into a Redis key. The client's limit comes
+   * first: a contact it admits stays in the client's hour even if the
+   * contact's own limit refuses, which only readmits it later. Every reminder
+   * a client sets up passes here, before anything is written.
    */
-  async function mayRemind(channel: Channel, contact: string): Promise<void> {
-    const verdict = await d.perContact.take(createHash('sha256').update(contactIdentity(channel, contact)).digest('hex'));
+  async function mayRemind(client: string, channel: Channel, contact: string): Promise<void> {
+    const identity = createHash('sha256').update(contactIdentity(channel, contact)).digest('hex');
+    const mine = d.clientContacts ? await d.clientContacts.admit(client, identity) : null;
+    if (mine && !mine.ok) {
+      throw new AppError('CLIENT_CONTACTS_LIMITED', 429, 'this client has reminded its hourly number of distinct contacts', undefined, {
+        'Retry-After': retryAfterSeconds(mine.retryAfterMs),
+      });
+    }
+    const verdict = await d.perContact.take(identity);
     if (verdict.ok) return;
     throw new AppError('CONTACT_RATE_LIMITED', 429, 'this contact has had its hourly number of reminders booked or moved', undefined, {
       'Retry-After': retryAfterSeconds(verdict.retryAfterMs),
@@ -105,8 +122,9 @@ export function createAppointmentsService(d: {
     );
   }
 
-  async function mustFind(id: string): Promise<AppointmentRow> {
-    const a = await repo.find(id);
+  /** Client `client`'s appointment: another client's is 404 exactly as an unknown id. */
+  async function mustFind(client: string, id: string): Promise<AppointmentRow> {
+    const a = await repo.find(client, id);
     if (!a) throw new AppError('APPOINTMENT_NOT_FOUND', 404, `appointment ${id} does not exist`);
     return a;
   }
@@ -192,18 +210,19 @@ export function createAppointmentsService(d: {
   }
 
   return {
-    async book(input: BookAppointmentInput, idempotencyKey: string | null): Promise<{ appointment: AppointmentRow; replayed: boolean }> {
+    async book(client: string, input: BookAppointmentInput, idempotencyKey: string | null): Promise<{ appointment: AppointmentRow; replayed: boolean }> {
       const r = await createIdempotently<AppointmentRow>({
         key: idempotencyKey,
         body: input,
-        find: (key) => repo.findByIdempotencyKey(key),
+        find: (key) => repo.findByIdempotencyKey(client, key),
         insert: async (key, hash) => {
           mustBeFuture(input.startsAt);
           // Checked here, as the start is: a replay is answered as it was.
           const contact = checkedContact(input.channel, input.contact, d.phoneRegion);
-          await mayRemind(input.channel, contact);
+          await mayRemind(client, input.channel, contact);
           return inserts.submit({
             id: randomUUID(),
+            client,
             customerId: input.customerId,
             contact,
             channel: input.channel === 'sms' ? 'SMS' : 'EMAIL',
@@ -224,29 +243,29 @@ export function createAppointmentsService(d: {
 
     get: mustFind,
 
-    async reschedule(id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
+    async reschedule(client: string, id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
       mustBeFuture(input.startsAt);
-      const current = await mustFind(id);
-      if (current.status === 'BOOKED') await mayRemind(current.channel === 'SMS' ? 'sms' : 'email', current.contact);
-      const row = await repo.reschedule(id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
+      const current = await mustFind(client, id);
+      if (current.status === 'BOOKED') await mayRemind(client, current.channel === 'SMS' ? 'sms' : 'email', current.contact);
+      const row = await repo.reschedule(client, id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
       if (!row) {
         // Found above: it was cancelled since, or deleted by retention (404 then).
-        await mustFind(id);
+        await mustFind(client, id);
         throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
       }
       await scheduleReminder(row);
       return row;
     },
 
-    async cancel(id: string): Promise<AppointmentRow> {
-      const row = await repo.cancel(id);
-      if (!row) return mustFind(id); // already cancelled: same answer
+    async cancel(client: string, id: string): Promise<AppointmentRow> {
+      const row = await repo.cancel(client, id);
+      if (!row) return mustFind(client, id); // already cancelled: same answer; another client's: 404, its job left alone
       // Harmless if it fails: the handler finds the appointment cancelled and writes nothing.
       await afterCommit(() => queue.cancel(remindJobId(id)), 'cancel reminder', log, { appointmentId: id }, 'its handler will find the appointment cancelled');
       return row;
     },
 
-    reminders: (id: string) => repo.listReminders(id),
+    reminders: (client: string, id: string) => repo.listReminders(client, id),
 
     /** The reminder job of one slot (remindMany of one). */
     async remind(appointmentId: string, startsAtMs: number): Promise<RemindResult> {

@@ -11,8 +11,9 @@ export function createNotificationsRepository(db: Db) {
       return db.notification.findUnique({ where: { id } });
     },
 
-    list(filter: NotificationFilter): Promise<NotificationRow[]> {
-      return db.notification.findMany({ where: filter, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+    /** Client `client`'s rows of one subject, oldest first: none for another client's subject, as for an unknown one. */
+    list(client: string, filter: NotificationFilter): Promise<NotificationRow[]> {
+      return db.notification.findMany({ where: { ...filter, client }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
     },
 
     /**

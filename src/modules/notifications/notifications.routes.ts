@@ -1,4 +1,5 @@
-// GET /notifications?orderId=|appointmentId=|batchId= : the outbox rows of one subject.
+// GET /notifications?orderId=|appointmentId=|batchId= : the outbox rows of one
+// subject of the caller's client (another client's subject lists none).
 import { z } from 'zod';
 import { HTTP_ERRORS, route, type RouteTable } from '../../core/http/route.js';
 import type { NotificationRow } from '../../core/delivery/index.js';
@@ -21,8 +22,8 @@ export function notificationsRoutes(repo: NotificationsRepository): RouteTable {
         query: notificationFilterSchema,
         queryError: { status: 400, code: 'INVALID_NOTIFICATION_FILTER', message: 'give exactly one of orderId, appointmentId or batchId, a UUID' },
         responses: { 200: { description: 'the notification rows, oldest first', schema: z.object({ notifications: z.array(notificationJsonSchema) }) } },
-        handle: async ({ query }, res) => {
-          res.json({ notifications: (await repo.list(query)).map(toJson) });
+        handle: async ({ query, client }, res) => {
+          res.json({ notifications: (await repo.list(client, query)).map(toJson) });
         },
       }),
     ],

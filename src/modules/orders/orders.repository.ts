@@ -17,11 +17,11 @@ export type { CancelReason, OrderItemRow, OrderRow, OrderStatus } from './sql/or
 export function createOrdersRepository(db: Db) {
   return {
     insertMany: (orders: readonly NewOrder[]) => insertOrders(db, orders),
-    find: (id: string) => findOrder(db, id),
-    findByIdempotencyKey: (key: string) => findOrderByIdempotencyKey(db, key),
-    pay: (id: string, paymentRef: string | null) => payOrder(db, id, paymentRef),
-    state: (id: string) => orderState(db, id),
-    cancel: (id: string) => cancelOrder(db, id),
+    find: (client: string, id: string) => findOrder(db, client, id),
+    findByIdempotencyKey: (client: string, key: string) => findOrderByIdempotencyKey(db, client, key),
+    pay: (client: string, id: string, paymentRef: string | null) => payOrder(db, client, id, paymentRef),
+    state: (client: string, id: string) => orderState(db, client, id),
+    cancel: (client: string, id: string) => cancelOrder(db, client, id),
     expireMany: (ids: readonly string[]) => expireOrders(db, ids),
     cancelOverdue: (graceSeconds: number, limit: number) => cancelOverdue(db, graceSeconds, limit),
     /** Retention: settled orders with their items and notifications (sql/purge.ts). */

@@ -28,8 +28,8 @@ export function ordersRoutes(service: OrdersService): RouteTable {
           201: { ...order('the order, UNPAID'), headers: CREATED_HEADERS },
         },
         errors: [{ status: 422, code: 'IDEMPOTENCY_KEY_REUSED' }],
-        handle: async ({ body, idempotencyKey }, res) => {
-          const { order: o, replayed } = await service.create(body, idempotencyKey);
+        handle: async ({ body, idempotencyKey, client }, res) => {
+          const { order: o, replayed } = await service.create(client, body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
           res.status(201).location(`/orders/${o.id}`).json(toJson(o));
         },
@@ -42,8 +42,8 @@ export function ordersRoutes(service: OrdersService): RouteTable {
         params: { id },
         responses: { 200: order('the order') },
         errors: [NOT_FOUND],
-        handle: async ({ params }, res) => {
-          res.json(toJson(await service.get(params.id)));
+        handle: async ({ params, client }, res) => {
+          res.json(toJson(await service.get(client, params.id)));
         },
       }),
       route({
@@ -57,8 +57,8 @@ export function ordersRoutes(service: OrdersService): RouteTable {
         bodyOptional: true,
         responses: { 200: order('the order, PAID') },
         errors: [NOT_FOUND, { status: 409, code: 'ORDER_NOT_PAYABLE' }, { status: 409, code: 'ORDER_EXPIRED' }],
-        handle: async ({ params, body }, res) => {
-          res.json(toJson(await service.pay(params.id, body.paymentRef ?? null)));
+        handle: async ({ params, body, client }, res) => {
+          res.json(toJson(await service.pay(client, params.id, body.paymentRef ?? null)));
         },
       }),
       route({
@@ -69,8 +69,8 @@ export function ordersRoutes(service: OrdersService): RouteTable {
         params: { id },
         responses: { 200: order('the order, CANCELLED') },
         errors: [NOT_FOUND, { status: 409, code: 'ORDER_NOT_CANCELLABLE' }],
-        handle: async ({ params }, res) => {
-          res.json(toJson(await service.cancel(params.id)));
+        handle: async ({ params, client }, res) => {
+          res.json(toJson(await service.cancel(client, params.id)));
         },
       }),
     ],

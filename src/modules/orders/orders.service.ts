@@ -68,24 +68,26 @@ export function createOrdersService(d: OrdersServiceDeps) {
     await afterCommit(() => queue.cancel(expireJobId(orderId)), 'cancel expiry', log, { orderId }, 'its handler will find the order settled');
   }
 
-  async function mustFind(id: string): Promise<OrderRow> {
-    const order = await repo.find(id);
+  /** The client's order; another client's is as absent as an unknown one. */
+  async function mustFind(client: string, id: string): Promise<OrderRow> {
+    const order = await repo.find(client, id);
     if (!order) throw new AppError('ORDER_NOT_FOUND', 404, `order ${id} does not exist`);
     return order;
   }
 
   return {
-    async create(input: CreateOrderInput, idempotencyKey: string | null): Promise<{ order: OrderRow; replayed: boolean }> {
+    async create(client: string, input: CreateOrderInput, idempotencyKey: string | null): Promise<{ order: OrderRow; replayed: boolean }> {
       const r = await createIdempotently<OrderRow>({
         key: idempotencyKey,
         body: input,
         find: async (key) => {
-          const found = await repo.findByIdempotencyKey(key);
+          const found = await repo.findByIdempotencyKey(client, key);
           return found && { row: found.order, requestHash: found.requestHash };
         },
         insert: (key, hash) =>
           inserts.submit({
             id: randomUUID(),
+            client,
             customerId: input.customerId,
             currency: input.currency,
             totalCents: input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0),
@@ -105,26 +107,26 @@ export function createOrdersService(d: OrdersServiceDeps) {
 
     get: mustFind,
 
-    async pay(id: string, paymentRef: string | null): Promise<OrderRow> {
-      const paid = await repo.pay(id, paymentRef);
+    async pay(client: string, id: string, paymentRef: string | null): Promise<OrderRow> {
+      const paid = await repo.pay(client, id, paymentRef);
       if (paid) {
         await dropExpiry(id);
         return paid;
       }
-      const st = await repo.state(id);
+      const st = await repo.state(client, id);
       if (!st) throw new AppError('ORDER_NOT_FOUND', 404, `order ${id} does not exist`);
-      if (st.status === 'PAID') return mustFind(id); // paying twice is answered like the first time
+      if (st.status === 'PAID') return mustFind(client, id); // paying twice is answered like the first time
       if (st.status === 'CANCELLED') throw new AppError('ORDER_NOT_PAYABLE', 409, 'the order was cancelled');
       throw new AppError('ORDER_EXPIRED', 409, 'the payment window of the order has closed');
     },
 
-    async cancel(id: string): Promise<OrderRow> {
-      const done = await repo.cancel(id);
+    async cancel(client: string, id: string): Promise<OrderRow> {
+      const done = await repo.cancel(client, id);
       if (done) {
         await Promise.all([dropExpiry(id), d.dispatch(done.notificationId ? [done.notificationId] : [])]);
-        return mustFind(id);
+        return mustFind(client, id);
       }
-      const order = await mustFind(id);
+      const order = await mustFind(client, id);
       if (order.status === 'PAID') throw new AppError('ORDER_NOT_CANCELLABLE', 409, 'a paid order cannot be cancelled');
       return order; // already cancelled
     },

@@ -2,19 +2,24 @@
 // notifications handed to delivery, and the way back into Redis for what a
 // commit or a take left over. Every path ends with each parcel batched or
 // waiting in its area's group; what Redis misses, the reconciliation pass
-// puts back.
+// puts back. A batch is its area's client's, and its area's group names the
+// client (parcels.groups.ts): every path here carries the client along.
 import { randomUUID } from 'node:crypto';
 import { createGatherer } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { Batcher, TakenItem } from '../../queue/index.js';
+import { type AreaKey, areaOfGroup, groupOf } from './parcels.groups.js';
 import type { CommittedBatch, LeftParcel, ParcelsRepository } from './parcels.repository.js';
 
 /** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
 export const MAX_HOLD_MS = 1_000;
 /** Full batches of one event-loop turn sharing one commit statement at most. */
 const GATHER_MAX = 200;
+
+/** A batch to commit: its area (client and code) and the parcels taken for it. */
+export type BatchInput = { client: string; areaCode: string; trackingNos: readonly string[] };
 
 export type BatchDeps = {
   repo: ParcelsRepository;
@@ -32,12 +37,12 @@ export function createBatchCommits(d: BatchDeps) {
    * Parcels of a batch that is no longer one (some of it was batched by
    * another committer, so the rest is not full or not due) go back into Redis.
    */
-  async function commit(batches: readonly { areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
+  async function commit(batches: readonly BatchInput[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
     const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
     const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
     await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
     for (const b of done) {
-      log.info({ batchId: b.batchId, reason, parcels: b.attached }, 'batch dispatched');
+      log.info({ batchId: b.batchId, client: b.client, area: b.areaCode, reason, parcels: b.attached }, 'batch dispatched');
       d.onBatch(reason);
     }
     await putBack(left);
@@ -46,15 +51,16 @@ export function createBatchCommits(d: BatchDeps) {
 
   // Full batches taken out in one event-loop turn (a batch intake's adds, a
   // burst of single intakes) share one commit statement; each caller gets the
-  // batches made of its own parcels.
-  const fullCommits = createGatherer<{ areaCode: string; batches: readonly TakenItem[][] }, CommittedBatch[]>(async (items) => {
+  // batches made of its own parcels (of its client: another client's may
+  // have the same tracking numbers).
+  const fullCommits = createGatherer<{ area: AreaKey; batches: readonly TakenItem[][] }, CommittedBatch[]>(async (items) => {
     const done = await commit(
-      items.flatMap((it) => it.batches.map((b) => ({ areaCode: it.areaCode, trackingNos: b.map((t) => t.item) }))),
+      items.flatMap((it) => it.batches.map((b) => ({ client: it.area.client, areaCode: it.area.code, trackingNos: b.map((t) => t.item) }))),
       'FULL',
     );
     return items.map((it) => {
       const mine = new Set(it.batches.flatMap((b) => b.map((t) => t.item)));
-      return { ok: true, value: done.filter((b) => b.trackingNos.some((t) => mine.has(t))) };
+      return { ok: true, value: done.filter((b) => b.client === it.area.client && b.trackingNos.some((t) => mine.has(t))) };
     });
   }, GATHER_MAX);
 
@@ -62,13 +68,13 @@ export function createBatchCommits(d: BatchDeps) {
    * Commits full batches taken out of one area's group; if that fails they go
    * back into Redis (then the flusher, or else the reconciliation pass, batches them).
    */
-  async function commitFull(areaCode: string, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
+  async function commitFull(area: AreaKey, batches: readonly TakenItem[][]): Promise<CommittedBatch[]> {
     if (batches.length === 0) return [];
     try {
-      return await fullCommits.submit({ areaCode, batches });
+      return await fullCommits.submit({ area, batches });
     } catch (err) {
-      log.error({ err, area: areaCode }, 'full batch not committed; putting it back');
-      await restore(areaCode, batches.flat(), false);
+      log.error({ err, client: area.client, area: area.code }, 'full batch not committed; putting it back');
+      await restore(area, batches.flat(), false);
       return [];
     }
   }
@@ -78,15 +84,15 @@ export function createBatchCommits(d: BatchDeps) {
    * `takeFull`, a group the put back makes full is batched at once. Never
    * throws: what is not put back, the reconciliation pass puts back or batches.
    */
-  async function restore(areaCode: string, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
+  async function restore(area: AreaKey, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
     let batches: TakenItem[][];
     try {
-      ({ batches } = await redisCall(batcher.restore(areaCode, items, { takeFull }), 'batcher restore'));
+      ({ batches } = await redisCall(batcher.restore(groupOf(area), items, { takeFull }), 'batcher restore'));
     } catch (err) {
-      log.warn({ err, area: areaCode, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
+      log.warn({ err, client: area.client, area: area.code, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
       return;
     }
-    await commitFull(areaCode, batches);
+    await commitFull(area, batches);
   }
 
   /**
@@ -96,19 +102,21 @@ export function createBatchCommits(d: BatchDeps) {
    * again at once, round after round, until the database's clock caught up.
    */
   async function putBack(left: readonly LeftParcel[]): Promise<void> {
+    // By group: one per area of a client.
     const now = new Map<string, TakenItem[]>();
     const later = new Map<string, { items: TakenItem[]; inMs: number }>();
     for (const l of left) {
+      const group = groupOf({ client: l.client, code: l.areaCode });
       const item = { item: l.trackingNo, arrivedAt: l.arrivedAt };
       if (l.dueInMs > 0) {
-        const h = later.get(l.areaCode) ?? { items: [], inMs: 0 };
+        const h = later.get(group) ?? { items: [], inMs: 0 };
         h.items.push(item);
         h.inMs = Math.max(h.inMs, Math.min(l.dueInMs, MAX_HOLD_MS));
-        later.set(l.areaCode, h);
-      } else now.set(l.areaCode, [...(now.get(l.areaCode) ?? []), item]);
+        later.set(group, h);
+      } else now.set(group, [...(now.get(group) ?? []), item]);
     }
-    for (const [area, h] of later) setTimeout(() => void restore(area, h.items, true), h.inMs).unref();
-    for (const [area, items] of now) await restore(area, items, true);
+    for (const [group, h] of later) setTimeout(() => void restore(areaOfGroup(group), h.items, true), h.inMs).unref();
+    for (const [group, items] of now) await restore(areaOfGroup(group), items, true);
   }
 
   return { commit, commitFull, restore };

@@ -12,8 +12,11 @@
 //   Parcels younger than REGROUP_MIN_AGE_MS are left alone: their intake may
 //   still be adding them (put back under it, its own add would find them
 //   taken and add them again, a stale entry made without any fault).
+// It works over every client's parcels, each in its own client's area: its
+// batch is that client's, its group the one that names the client.
 import type { Logger } from '../../core/logger.js';
 import type { Batcher, PeriodicJob, TakenItem } from '../../queue/index.js';
+import { areaOfGroup, groupOf } from './parcels.groups.js';
 import type { ParcelsRepository } from './parcels.repository.js';
 import type { ParcelsService } from './parcels.service.js';
 
@@ -41,22 +44,30 @@ export function createParcelsReconcile(d: {
 }) {
   async function run(): Promise<{ batches: number; parcels: number; regrouped: number }> {
     const overdue = await d.repo.listOverdue(d.batcher.maxWaitMs + d.graceMs, PAGE);
-    const byArea = new Map<string, string[]>();
-    for (const p of overdue) byArea.set(p.areaCode, [...(byArea.get(p.areaCode) ?? []), p.trackingNo]);
-    const chunks: { areaCode: string; trackingNos: string[] }[] = [];
-    for (const [areaCode, trackingNos] of byArea) {
+    // By group: one per area of a client.
+    const byGroup = new Map<string, string[]>();
+    for (const p of overdue) {
+      const group = groupOf({ client: p.client, code: p.areaCode });
+      byGroup.set(group, [...(byGroup.get(group) ?? []), p.trackingNo]);
+    }
+    const chunks: { client: string; areaCode: string; trackingNos: string[] }[] = [];
+    for (const [group, trackingNos] of byGroup) {
+      const { client, code } = areaOfGroup(group);
       for (let i = 0; i < trackingNos.length; i += d.batcher.batchSize) {
-        chunks.push({ areaCode, trackingNos: trackingNos.slice(i, i + d.batcher.batchSize) });
+        chunks.push({ client, areaCode: code, trackingNos: trackingNos.slice(i, i + d.batcher.batchSize) });
       }
     }
     const batches = chunks.length ? (await d.service.commit(chunks, 'TIMEOUT')).length : 0;
-    for (const c of chunks) await d.batcher.remove(c.areaCode, c.trackingNos);
+    for (const c of chunks) await d.batcher.remove(groupOf({ client: c.client, code: c.areaCode }), c.trackingNos);
     if (overdue.length) d.log.warn({ batches, parcels: overdue.length }, 'parcels reconciliation batched overdue parcels');
 
     const waiting = await d.repo.listRecentWaiting(d.batcher.maxWaitMs + d.graceMs, REGROUP_MIN_AGE_MS, PAGE);
-    const waitingByArea = new Map<string, TakenItem[]>();
-    for (const p of waiting) waitingByArea.set(p.areaCode, [...(waitingByArea.get(p.areaCode) ?? []), { item: p.trackingNo, arrivedAt: p.arrivedAt }]);
-    for (const [areaCode, items] of waitingByArea) await d.service.regroup(areaCode, items);
+    const waitingByGroup = new Map<string, TakenItem[]>();
+    for (const p of waiting) {
+      const group = groupOf({ client: p.client, code: p.areaCode });
+      waitingByGroup.set(group, [...(waitingByGroup.get(group) ?? []), { item: p.trackingNo, arrivedAt: p.arrivedAt }]);
+    }
+    for (const [group, items] of waitingByGroup) await d.service.regroup(areaOfGroup(group), items);
     return { batches, parcels: overdue.length, regrouped: waiting.length };
   }
 

@@ -6,26 +6,32 @@
 import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
 import { type BatchReason, type BatchRule, type BatchToCommit, commitBatches } from './sql/commit-batches.js';
-import { insertParcels } from './sql/insert-parcels.js';
+import { type NewParcel, insertParcels } from './sql/insert-parcels.js';
 import { PURGE_BATCHES } from './sql/purge.js';
 import { findArea, findBatch, findParcel, findParcels, listBatches, listOverdue, listRecentBatches, listRecentWaiting, waitingIn } from './sql/reads.js';
 import { upsertArea } from './sql/upsert-area.js';
 
 export type { CommittedBatch, LeftParcel } from './sql/commit-batches.js';
+export type { NewParcel } from './sql/insert-parcels.js';
 export type { AreaRow, ParcelRow, RecentBatchRow } from './sql/parcel-row.js';
 
+/**
+ * The API's reads and writes take the caller's client and see that client's
+ * rows only; the internal paths (commits, the reconciliation pass's lists)
+ * carry each row's client with it.
+ */
 export function createParcelsRepository(db: Db) {
   return {
-    upsertArea: (code: string, vehiclePlate: string, sorterContact: string) => upsertArea(db, code, vehiclePlate, sorterContact),
-    findArea: (code: string) => findArea(db, code),
-    waiting: (code: string) => waitingIn(db, code),
-    insertParcels: (parcels: readonly { trackingNo: string; areaCode: string }[]) => insertParcels(db, parcels),
-    findParcel: (trackingNo: string) => findParcel(db, trackingNo),
-    findParcels: (trackingNos: readonly string[]) => findParcels(db, trackingNos),
+    upsertArea: (client: string, code: string, vehiclePlate: string, sorterContact: string) => upsertArea(db, client, code, vehiclePlate, sorterContact),
+    findArea: (client: string, code: string) => findArea(db, client, code),
+    waiting: (client: string, code: string) => waitingIn(db, client, code),
+    insertParcels: (parcels: readonly NewParcel[]) => insertParcels(db, parcels),
+    findParcel: (client: string, trackingNo: string) => findParcel(db, client, trackingNo),
+    findParcels: (client: string, trackingNos: readonly string[]) => findParcels(db, client, trackingNos),
     commitBatches: (batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule) => commitBatches(db, batches, reason, rule),
-    findBatch: (id: string) => findBatch(db, id),
-    listBatches: (areaCode: string, limit: number) => listBatches(db, areaCode, limit),
-    listRecentBatches: (limit: number) => listRecentBatches(db, limit),
+    findBatch: (client: string, id: string) => findBatch(db, client, id),
+    listBatches: (client: string, areaCode: string, limit: number) => listBatches(db, client, areaCode, limit),
+    listRecentBatches: (limit: number, client?: string) => listRecentBatches(db, limit, client),
     listOverdue: (olderThanMs: number, limit: number) => listOverdue(db, olderThanMs, limit),
     /** Retention: batches with their parcels and notices (sql/purge.ts). */
     retention: [purgeOf(db, 'batches', PURGE_BATCHES)] as const,

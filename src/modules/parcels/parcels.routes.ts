@@ -1,5 +1,7 @@
 // HTTP edge of parcel batching (areas, parcel intake, batches), as a route
-// table: each route declares its schemas and answers, then calls the service.
+// table: each route declares its schemas and answers, then calls the service
+// with the caller's client (another client's areas, parcels and batches are
+// answered as unknown ones).
 import { z } from 'zod';
 import { HTTP_ERRORS, route, type PathParam, type RouteTable } from '../../core/http/route.js';
 import type { ParcelRow } from './parcels.repository.js';
@@ -54,8 +56,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         params: { code },
         body: putAreaSchema,
         responses: { 200: { description: 'the area', schema: areaJsonSchema } },
-        handle: async ({ params, body }, res) => {
-          const a = await service.putArea(params.code, body.vehiclePlate, body.sorterContact);
+        handle: async ({ params, body, client }, res) => {
+          const a = await service.putArea(client, params.code, body.vehiclePlate, body.sorterContact);
           res.json({ code: a.code, vehiclePlate: a.vehiclePlate, sorterContact: a.sorterContact });
         },
       }),
@@ -67,8 +69,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         params: { code },
         responses: { 200: { description: 'the area and what waits in it', schema: areaStateJsonSchema } },
         errors: [{ status: 404, code: 'AREA_NOT_FOUND' }],
-        handle: async ({ params }, res) => {
-          const { area, waiting } = await service.getArea(params.code);
+        handle: async ({ params, client }, res) => {
+          const { area, waiting } = await service.getArea(client, params.code);
           res.json({
             code: area.code,
             vehiclePlate: area.vehiclePlate,
@@ -92,8 +94,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
           { status: 409, code: 'TRACKING_NO_CONFLICT' },
           { status: 422, code: 'UNKNOWN_AREA' },
         ],
-        handle: async ({ body }, res) => {
-          const { parcel, created } = await service.intake(body.trackingNo, body.area);
+        handle: async ({ body, client }, res) => {
+          const { parcel, created } = await service.intake(client, body.trackingNo, body.area);
           res.status(created ? 202 : 200).json(parcelJson(parcel));
         },
       }),
@@ -107,10 +109,13 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         body: postParcelBatchSchema,
         bodyLimit: '256kb',
         responses: { 200: { description: 'a result per parcel, in order', schema: parcelBatchJsonSchema } },
-        handle: async ({ body }, res) => {
+        handle: async ({ body, client }, res) => {
           const checked = body.parcels.map(checkParcel);
           const valid = checked.flatMap((c) => ('parcel' in c ? [c.parcel] : []));
-          const outcomes = await service.intakeMany(valid.map((p) => ({ trackingNo: p.trackingNo, areaCode: p.area })));
+          const outcomes = await service.intakeMany(
+            client,
+            valid.map((p) => ({ trackingNo: p.trackingNo, areaCode: p.area })),
+          );
           let next = 0;
           const results = checked.map((c) => {
             if ('error' in c) return { error: c.error };
@@ -129,8 +134,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         params: { trackingNo },
         responses: { 200: { description: 'the parcel', schema: parcelJsonSchema } },
         errors: [{ status: 404, code: 'PARCEL_NOT_FOUND' }],
-        handle: async ({ params }, res) => {
-          res.json(parcelJson(await service.getParcel(params.trackingNo)));
+        handle: async ({ params, client }, res) => {
+          res.json(parcelJson(await service.getParcel(client, params.trackingNo)));
         },
       }),
       route({
@@ -141,8 +146,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         params: { id: batchId },
         responses: { 200: { description: 'the batch', schema: batchJsonSchema } },
         errors: [{ status: 404, code: 'BATCH_NOT_FOUND' }],
-        handle: async ({ params }, res) => {
-          res.json(batchJson(await service.getBatch(params.id)));
+        handle: async ({ params, client }, res) => {
+          res.json(batchJson(await service.getBatch(client, params.id)));
         },
       }),
       route({
@@ -152,8 +157,8 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         summary: "An area's latest batches, newest first",
         query: listBatchesSchema,
         responses: { 200: { description: 'the batches', schema: z.object({ batches: z.array(batchJsonSchema) }) } },
-        handle: async ({ query }, res) => {
-          res.json({ batches: (await service.listBatches(query.area, query.limit)).map(batchJson) });
+        handle: async ({ query, client }, res) => {
+          res.json({ batches: (await service.listBatches(client, query.area, query.limit)).map(batchJson) });
         },
       }),
     ],

@@ -1,10 +1,11 @@
-// Request shapes of the parcels API. Area codes become part of Redis keys, so
-// they are held to a strict pattern here, before anything else sees them.
+// Request shapes of the parcels API. Area codes become part of Redis keys (a
+// batcher group: the code, or "<client>/<code>", parcels.groups.ts), so they
+// are held to a strict pattern here, before anything else sees them: no '/'
+// (one group name per area), no '.', within the batcher's group pattern.
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
-import { BATCH_GROUP_PATTERN } from '../../queue/index.js';
 
-export const areaCodeSchema = z.string().regex(BATCH_GROUP_PATTERN, 'an area code is 1..32 of [A-Za-z0-9_-]');
+export const areaCodeSchema = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'an area code is 1..32 of [A-Za-z0-9_-]');
 
 export const putAreaSchema = z.strictObject({
   vehiclePlate: plainText(1, 16).trim(),

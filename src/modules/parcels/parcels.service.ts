@@ -1,13 +1,17 @@
 // Parcel batching: areas, intake, and the batches made at the batch size (on
 // intake), at the maximum wait (the flusher) or by the reconciliation pass.
 // PostgreSQL holds every parcel from intake on; Redis only groups them.
+// Every API function takes the caller's client first and sees only that
+// client's areas, parcels and batches: another client's are as absent as
+// unknown ones, and its area codes and tracking numbers are its own.
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { AppError } from '../../core/errors.js';
 import { gatherOrEach } from '../../core/gather.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { DueBatch, TakenItem } from '../../queue/index.js';
 import { type BatchDeps, createBatchCommits } from './parcels.batches.js';
-import type { CommittedBatch, ParcelRow } from './parcels.repository.js';
+import { type AreaKey, areaOfGroup, groupOf } from './parcels.groups.js';
+import type { CommittedBatch, NewParcel, ParcelRow } from './parcels.repository.js';
 
 /** Single intakes sharing one INSERT at most. */
 const GATHER_MAX = 200;
@@ -20,19 +24,23 @@ export type IntakeOutcome =
 /** Inserts of one parcel at most: another try only when retention deleted the parcel the last one met. */
 const INTAKE_TRIES = 3;
 
+/** A parcel's key: a client id holds no '/', so the first one ends it. */
+const parcelKey = (client: string, trackingNo: string) => `${client}/${trackingNo}`;
+
 export function createParcelsService(d: BatchDeps) {
   const { repo, batcher, log } = d;
   const { commit, commitFull, restore } = createBatchCommits(d);
-  // Concurrent single intakes share one INSERT; a tracking number twice in one
-  // statement is inserted once, for the first caller of its area (the rest
-  // find it existing, theirs or another area's).
-  const inserts = gatherOrEach<{ trackingNo: string; areaCode: string }, ParcelRow | null>(
+  // Concurrent single intakes (of any clients) share one INSERT; a client's
+  // tracking number twice in one statement is inserted once, for the first
+  // caller of its area (the rest find it existing, theirs or another area's).
+  const inserts = gatherOrEach<NewParcel, ParcelRow | null>(
     async (items) => {
-      const rows = new Map((await repo.insertParcels(items)).map((r) => [r.trackingNo, r]));
+      const rows = new Map((await repo.insertParcels(items)).map((r) => [parcelKey(r.client, r.trackingNo), r]));
       return items.map((it) => {
-        const row = rows.get(it.trackingNo);
+        const key = parcelKey(it.client, it.trackingNo);
+        const row = rows.get(key);
         if (!row || row.areaCode !== it.areaCode) return null;
-        rows.delete(it.trackingNo);
+        rows.delete(key);
         return row;
       });
     },
@@ -42,8 +50,9 @@ export function createParcelsService(d: BatchDeps) {
 
   /** Puts a WAITING parcel into its area's group; commits the batch it completes. Returns that batch. */
   async function group(p: ParcelRow): Promise<CommittedBatch | null> {
+    const area: AreaKey = { client: p.client, code: p.areaCode };
     // The wait counts from the intake (the row's time), not from when Redis heard of it.
-    const add = batcher.add(p.areaCode, p.trackingNo, p.createdAt.getTime());
+    const add = batcher.add(groupOf(area), p.trackingNo, p.createdAt.getTime());
     let batches: TakenItem[][];
     try {
       const r = await redisCall(add, 'batcher add');
@@ -54,45 +63,46 @@ export function createParcelsService(d: BatchDeps) {
       // the batches it took must be committed, not left in neither Redis nor
       // the database. (A reply lost for good: the reconciliation pass puts the
       // parcels back.)
-      add.then((late) => commitFull(p.areaCode, late.batches)).catch(() => {});
-      log.warn({ err, trackingNo: p.trackingNo }, 'parcel not grouped in Redis; the reconciliation pass will');
+      add.then((late) => commitFull(area, late.batches)).catch(() => {});
+      log.warn({ err, client: p.client, trackingNo: p.trackingNo }, 'parcel not grouped in Redis; the reconciliation pass will');
       return null;
     }
-    const done = await commitFull(p.areaCode, batches);
+    const done = await commitFull(area, batches);
     return done.find((b) => b.trackingNos.includes(p.trackingNo)) ?? null;
   }
 
   return {
-    async putArea(code: string, vehiclePlate: string, sorterContact: string) {
-      return repo.upsertArea(code, vehiclePlate, sorterContact);
+    /** Creates or updates the client's area `code` (another client's of the same code is another area). */
+    async putArea(client: string, code: string, vehiclePlate: string, sorterContact: string) {
+      return repo.upsertArea(client, code, vehiclePlate, sorterContact);
     },
 
-    async getArea(code: string) {
-      const area = await repo.findArea(code);
+    async getArea(client: string, code: string) {
+      const area = await repo.findArea(client, code);
       if (!area) throw new AppError('AREA_NOT_FOUND', 404, `area ${code} does not exist`);
-      return { area, waiting: await repo.waiting(code) };
+      return { area, waiting: await repo.waiting(client, code) };
     },
 
     /** Intake: 'created' for a new parcel, 'existing' for a repeat with the same area. */
-    async intake(trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
+    async intake(client: string, trackingNo: string, areaCode: string): Promise<{ parcel: ParcelRow; created: boolean }> {
       for (let attempt = 1; ; attempt++) {
-        const inserted = await inserts.submit({ trackingNo, areaCode });
+        const inserted = await inserts.submit({ client, trackingNo, areaCode });
         if (inserted) {
           const b = await group(inserted);
           return { parcel: b ? { ...inserted, status: 'BATCHED', batchId: b.batchId, batchedAt: b.createdAt } : inserted, created: true };
         }
-        const existing = await repo.findParcel(trackingNo);
+        const existing = await repo.findParcel(client, trackingNo);
         if (existing) {
           if (existing.areaCode !== areaCode) {
             throw new AppError('TRACKING_NO_CONFLICT', 409, `parcel ${trackingNo} was already posted for another area`);
           }
           // A repeat may follow a lost Redis write: grouping again is idempotent.
           if (existing.status === 'WAITING') await group(existing);
-          return { parcel: (await repo.findParcel(trackingNo)) ?? existing, created: false };
+          return { parcel: (await repo.findParcel(client, trackingNo)) ?? existing, created: false };
         }
-        // Neither inserted nor found: the area is unknown, or the parcel the
-        // insert met was deleted by retention in between (then again).
-        if (attempt >= INTAKE_TRIES || !(await repo.findArea(areaCode))) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
+        // Neither inserted nor found: the area is unknown (to this client), or
+        // the parcel the insert met was deleted by retention in between (then again).
+        if (attempt >= INTAKE_TRIES || !(await repo.findArea(client, areaCode))) throw new AppError('UNKNOWN_AREA', 422, `area ${areaCode} does not exist`);
       }
     },
 
@@ -104,14 +114,19 @@ export function createParcelsService(d: BatchDeps) {
      * fails the others. A tracking number twice: the first is taken in, the
      * repeat answered as a repeat.
      */
-    async intakeMany(parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<IntakeOutcome[]> {
-      const inserted = new Map((await repo.insertParcels(parcels)).map((r) => [r.trackingNo, r]));
+    async intakeMany(client: string, parcels: readonly { trackingNo: string; areaCode: string }[]): Promise<IntakeOutcome[]> {
+      const inserted = new Map((await repo.insertParcels(parcels.map((p) => ({ client, ...p })))).map((r) => [r.trackingNo, r]));
       const found = new Map(
-        (await repo.findParcels(parcels.filter((p) => !inserted.has(p.trackingNo)).map((p) => p.trackingNo))).map((r) => [r.trackingNo, r]),
+        (
+          await repo.findParcels(
+            client,
+            parcels.filter((p) => !inserted.has(p.trackingNo)).map((p) => p.trackingNo),
+          )
+        ).map((r) => [r.trackingNo, r]),
       );
       // Neither inserted nor found: an unknown area, or a parcel deleted by retention in between (it goes in now).
       const neither = parcels.filter((p) => !inserted.has(p.trackingNo) && !found.has(p.trackingNo));
-      if (neither.length > 0) for (const r of await repo.insertParcels(neither)) inserted.set(r.trackingNo, r);
+      if (neither.length > 0) for (const r of await repo.insertParcels(neither.map((p) => ({ client, ...p })))) inserted.set(r.trackingNo, r);
       const created = new Set<string>();
       const toGroup = new Map<string, ParcelRow>();
       const first: (IntakeOutcome | 'taken')[] = parcels.map(({ trackingNo, areaCode }) => {
@@ -138,8 +153,8 @@ export function createParcelsService(d: BatchDeps) {
         items.push({ item: p.trackingNo, arrivedAt: p.createdAt.getTime() });
         byArea.set(p.areaCode, items);
       }
-      await Promise.all([...byArea].map(([area, items]) => restore(area, items, true)));
-      const now = new Map((await repo.findParcels([...new Set(parcels.map((p) => p.trackingNo))])).map((r) => [r.trackingNo, r]));
+      await Promise.all([...byArea].map(([code, items]) => restore({ client, code }, items, true)));
+      const now = new Map((await repo.findParcels(client, [...new Set(parcels.map((p) => p.trackingNo))])).map((r) => [r.trackingNo, r]));
       const seen = new Set<string>();
       return first.map((o, i): IntakeOutcome => {
         if (o !== 'taken') return o;
@@ -151,27 +166,30 @@ export function createParcelsService(d: BatchDeps) {
       });
     },
 
-    async getParcel(trackingNo: string): Promise<ParcelRow> {
-      const p = await repo.findParcel(trackingNo);
+    async getParcel(client: string, trackingNo: string): Promise<ParcelRow> {
+      const p = await repo.findParcel(client, trackingNo);
       if (!p) throw new AppError('PARCEL_NOT_FOUND', 404, `parcel ${trackingNo} does not exist`);
       return p;
     },
 
-    async getBatch(id: string) {
-      const b = await repo.findBatch(id);
+    async getBatch(client: string, id: string) {
+      const b = await repo.findBatch(client, id);
       if (!b) throw new AppError('BATCH_NOT_FOUND', 404, `batch ${id} does not exist`);
       return b;
     },
 
-    listBatches: (areaCode: string, limit: number) => repo.listBatches(areaCode, limit),
+    listBatches: (client: string, areaCode: string, limit: number) => repo.listBatches(client, areaCode, limit),
 
-    /** The latest batches across areas (the operators' dashboard). */
-    recentBatches: (limit: number) => repo.listRecentBatches(limit),
+    /** The latest batches across areas, of every client or of one (the operators' dashboard), each with its client. */
+    recentBatches: (limit: number, client?: string) => repo.listRecentBatches(limit, client),
 
-    /** The flusher's handler: areas whose first parcel waited the maximum time, one round at once. */
+    /** The flusher's handler: areas whose first parcel waited the maximum time, one round at once (of any clients). */
     async flushTimedOut(batches: readonly DueBatch[]): Promise<void> {
       await commit(
-        batches.map((b) => ({ areaCode: b.group, trackingNos: b.items.map((i) => i.item) })),
+        batches.map((b) => {
+          const area = areaOfGroup(b.group);
+          return { client: area.client, areaCode: area.code, trackingNos: b.items.map((i) => i.item) };
+        }),
         'TIMEOUT',
       );
     },
@@ -179,8 +197,8 @@ export function createParcelsService(d: BatchDeps) {
     /** Commits batches; what is no longer a batch goes back to waiting (the reconciliation pass uses it). */
     commit,
 
-    /** Puts waiting parcels (back) into Redis, batching full groups at once (the reconciliation pass uses it). */
-    regroup: (areaCode: string, items: readonly TakenItem[]) => restore(areaCode, items, true),
+    /** Puts waiting parcels (back) into their area's group, batching full groups at once (the reconciliation pass uses it). */
+    regroup: (area: AreaKey, items: readonly TakenItem[]) => restore(area, items, true),
   };
 }
 

@@ -1,6 +1,6 @@
 // Typed wrapper of the rate limiter's Lua script (lua/limits/gcra.lua); the
 // limiter itself (fail-open, gathering a turn's decisions) is core/rate-limit.ts.
-import { rateBucketKey } from '../keys.js';
+import { distinctWindowKey, rateBucketKey } from '../keys.js';
 import type { RedisClient } from '../redis-client.js';
 import { call } from './registry.js';
 
@@ -25,4 +25,23 @@ export async function runGcra(
   const r = await call(redis, 'rlGcra', { bucket: rateBucketKey(prefix, limit, key) }, [intervalUs, toleranceUs, asked.join('')]);
   if (!Array.isArray(r) || r.length !== asked.length) return null;
   return r.map(Number);
+}
+
+/**
+ * Admits `member` into the sliding window of distinct members of `key` under
+ * the limit `limit` (lua/limits/distinct.lua): 0 when admitted, else the ms
+ * until a place frees; null when the reply is not a number.
+ */
+export async function runDistinct(
+  redis: RedisClient,
+  prefix: string,
+  limit: string,
+  key: string,
+  windowMs: number,
+  max: number,
+  member: string,
+): Promise<number | null> {
+  const r = await call(redis, 'rlDistinct', { window: distinctWindowKey(prefix, limit, key) }, [windowMs, max, member]);
+  const n = Number(r);
+  return Number.isFinite(n) ? n : null;
 }

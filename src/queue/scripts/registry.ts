@@ -36,6 +36,7 @@ export const KEY_ORDER = [
   'items',
   'itemsPrefix',
   'bucket',
+  'window',
 ] as const;
 export type KeyName = (typeof KEY_ORDER)[number];
 export type ScriptKeys = Partial<Record<KeyName, string>>;
@@ -90,6 +91,7 @@ export const SCRIPTS = {
   bqRemove: { file: 'batcher/remove.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
   bqRestore: { file: 'batcher/restore.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
   rlGcra: { file: 'limits/gcra.lua', keys: ['bucket'], libs: [] },
+  rlDistinct: { file: 'limits/distinct.lua', keys: ['window'], libs: [] },
 } as const satisfies Record<string, { file: string; keys: readonly KeyName[]; libs: readonly string[] }>;
 export type ScriptName = keyof typeof SCRIPTS;
 type RawReply = unknown;

@@ -1,5 +1,6 @@
 // The parcels invariant, read from PostgreSQL once the system has settled:
-// every accepted parcel in exactly one batch of its own area, no batch above
+// every accepted parcel in exactly one batch of its own area (of its own
+// client: the area's key is (client, code)), no batch above
 // the batch size, no batch claiming more parcels than it holds (a parcel
 // counted in two batches), each batch announced once to its sorters.
 import type { Db } from '../../../src/core/db.js';
@@ -27,7 +28,7 @@ export async function checkParcels(
 ): Promise<Checked<ParcelsReport>> {
   const problems = problemLog();
   const parcels = await db.parcel.findMany({ select: { trackingNo: true, areaCode: true, batchId: true } });
-  const batches = await db.batch.findMany({ include: { parcels: { select: { trackingNo: true, areaCode: true } } } });
+  const batches = await db.batch.findMany({ include: { parcels: { select: { client: true, trackingNo: true, areaCode: true } } } });
   const notes = await db.notification.findMany({ where: { kind: 'BATCH_DISPATCHED' }, select: { id: true, batchId: true, status: true } });
   const byTracking = new Map(parcels.map((p) => [p.trackingNo, p]));
   const batchById = new Map(batches.map((b) => [b.id, b]));
@@ -82,7 +83,7 @@ export async function checkParcels(
       problems.add(`batch ${b.id}: ${b.parcels.length} parcels, above the batch size ${o.batchSize}`);
     }
     if (b.reason === 'FULL' && b.parcels.length < o.batchSize) r.fullBelowSize++;
-    if (b.vehiclePlate !== o.vehicleOf(b.areaCode) || b.parcels.some((p) => p.areaCode !== b.areaCode)) {
+    if (b.vehiclePlate !== o.vehicleOf(b.areaCode) || b.parcels.some((p) => p.areaCode !== b.areaCode || p.client !== b.client)) {
       r.wrongArea++;
       problems.add(`batch ${b.id} of ${b.areaCode}: vehicle ${b.vehiclePlate} or parcels of another area`);
     }

@@ -168,7 +168,7 @@ describe('appointment reminders', () => {
       .send({ ...body, contact: 'other@example.com' });
     expect(c.status).toBe(422);
     expect(c.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
-    expect(await tdb.db.appointment.count({ where: { idempotencyKey: { endsWith: `:${key}` } } })).toBe(1);
+    expect(await tdb.db.appointment.count({ where: { idempotencyKey: { endsWith: `/${key}` } } })).toBe(1);
   });
 
   it('books concurrent requests through shared statements: each its own appointment and reminder job, two under one key one appointment', async () => {

@@ -6,6 +6,7 @@
 // is followed here, and the pass's query is asked at each step.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CLIENT } from '../../../src/core/auth/api-key-input.js';
 import { createAppointmentsRepository } from '../../../src/modules/appointments/appointments.repository.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { gate } from '../../helpers/queues.js';
@@ -33,6 +34,7 @@ describe('the reminded mark', () => {
     expect(
       await repo.insert({
         id,
+        client: DEFAULT_CLIENT,
         customerId: 'm',
         contact: 'm@example.com',
         channel: 'EMAIL',
@@ -56,7 +58,7 @@ describe('the reminded mark', () => {
 
     // A new lead, same slot: the reminder stays; the mark goes with the change,
     // so the pass checks it again, and finds its reminder.
-    expect(await repo.reschedule(id, null, 7_000)).not.toBeNull();
+    expect(await repo.reschedule(DEFAULT_CLIENT, id, null, 7_000)).not.toBeNull();
     expect(await marked(id)).toBe(false);
     expect((await repo.findReminder(id, s.getTime()))?.live).toBe(true);
     await pause();
@@ -67,14 +69,14 @@ describe('the reminded mark', () => {
 
     // Moved: the reminder withdrawn, the mark cleared, a candidate for the new slot.
     const s2 = new Date(s.getTime() + 60_000); // inside its lead too
-    expect(await repo.reschedule(id, s2, null)).not.toBeNull();
+    expect(await repo.reschedule(DEFAULT_CLIENT, id, s2, null)).not.toBeNull();
     expect(await marked(id)).toBe(false);
     expect((await repo.findReminder(id, s.getTime()))?.live).toBe(false);
     await pause();
     expect(await candidates()).toContain(id);
 
     // Moved back: the old slot's reminder is withdrawn, so unmarked, a candidate...
-    expect(await repo.reschedule(id, s, null)).not.toBeNull();
+    expect(await repo.reschedule(DEFAULT_CLIENT, id, s, null)).not.toBeNull();
     expect(await marked(id)).toBe(false);
     await pause();
     expect(await candidates()).toContain(id);
@@ -97,7 +99,7 @@ describe('the reminded mark', () => {
     expect(await marked(id)).toBe(true);
 
     // Cancelled: no candidate, marked or not.
-    expect(await repo.cancel(id)).not.toBeNull();
+    expect(await repo.cancel(DEFAULT_CLIENT, id)).not.toBeNull();
     expect(await candidates()).not.toContain(id);
   });
 
@@ -108,6 +110,7 @@ describe('the reminded mark', () => {
     for (const id of ids) {
       await repo.insert({
         id,
+        client: DEFAULT_CLIENT,
         customerId: 'm2',
         contact: 'm2@example.com',
         channel: 'EMAIL',

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../src/core/db.js';
+import { DEFAULT_CLIENT } from '../../../src/core/auth/api-key-input.js';
 import { createAppointmentsRepository } from '../../../src/modules/appointments/appointments.repository.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { gate } from '../../helpers/queues.js';
@@ -22,6 +23,7 @@ async function dueAppointment(repo: ReturnType<typeof createAppointmentsReposito
   const startsAt = new Date(Date.now() + 30_000);
   const row = await repo.insert({
     id: randomUUID(),
+    client: DEFAULT_CLIENT,
     customerId: 'w',
     contact: 'w@example.com',
     channel: 'EMAIL',
@@ -70,7 +72,7 @@ describe('withdrawing a reminder written while its slot changes', () => {
   it('a move withdraws the old slot’s reminder committed while the move waited', async () => {
     const repo = createAppointmentsRepository(tdb.db);
     const a = await dueAppointment(repo);
-    const reminderId = await remindWhile(a.id, a.startsAtMs, () => repo.reschedule(a.id, new Date(a.startsAtMs + 60_000), null));
+    const reminderId = await remindWhile(a.id, a.startsAtMs, () => repo.reschedule(DEFAULT_CLIENT, a.id, new Date(a.startsAtMs + 60_000), null));
     const n = await tdb.db.notification.findUniqueOrThrow({ where: { id: reminderId } });
     expect(n.status).toBe('CANCELLED');
   });
@@ -78,7 +80,7 @@ describe('withdrawing a reminder written while its slot changes', () => {
   it('a cancellation withdraws the reminder committed while the cancellation waited', async () => {
     const repo = createAppointmentsRepository(tdb.db);
     const a = await dueAppointment(repo);
-    const reminderId = await remindWhile(a.id, a.startsAtMs, () => repo.cancel(a.id));
+    const reminderId = await remindWhile(a.id, a.startsAtMs, () => repo.cancel(DEFAULT_CLIENT, a.id));
     const n = await tdb.db.notification.findUniqueOrThrow({ where: { id: reminderId } });
     expect(n.status).toBe('CANCELLED');
   });

@@ -5,6 +5,7 @@
 // (found when turning the delivery review into regression tests, 2026-11-23).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ServiceModule } from '../../../src/core/module.js';
+import { DEFAULT_CLIENT } from '../../../src/core/auth/api-key-input.js';
 import { createAppointmentsRepository } from '../../../src/modules/appointments/appointments.repository.js';
 import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -63,7 +64,7 @@ it('a reminder taken back whose fresh dispatch was lost is still delivered', asy
   // The move back commits and its remind job writes the reminder back, then
   // the worker dies before the dispatch (DB steps only, as that job would run them).
   const repo = createAppointmentsRepository(tdb.db);
-  await repo.reschedule(id, new Date(a), null);
+  await repo.reschedule(DEFAULT_CLIENT, id, new Date(a), null);
   expect(await repo.writeReminder(id, Date.parse(a))).toEqual({ id: n, fresh: true });
   // The remind job comes back (its lease ran out) and does what it does on a redelivery.
   const appts = mod('appointments') as ServiceModule & { service: { remind(id: string, ms: number): Promise<{ kind: string }> } };

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceModule } from '../../../src/core/module.js';
+import { DEFAULT_CLIENT } from '../../../src/core/auth/api-key-input.js';
 import { createAppointmentsRepository } from '../../../src/modules/appointments/appointments.repository.js';
 import { deliverJobId, scheduleDeliveries } from '../../../src/modules/notifications/notifications.jobs.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -118,7 +119,7 @@ describe('a slot left and held again', () => {
     // Back to A in the database only, its job lost (Redis lost it, or the
     // move's schedule never reached Redis): no job can take the reminder back.
     await moduleNamed('appointments').queue.cancel(remindJobId(id));
-    await createAppointmentsRepository(tdb.db).reschedule(id, new Date(a), null);
+    await createAppointmentsRepository(tdb.db).reschedule(DEFAULT_CLIENT, id, new Date(a), null);
     hook.setBehaviour(() => 'ok');
     const appointments = moduleNamed('appointments') as ServiceModule & { reconcile: { run(h: number): Promise<{ written: number }> } };
     expect((await appointments.reconcile.run(60_000)).written).toBe(1);

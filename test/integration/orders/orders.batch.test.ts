@@ -27,6 +27,7 @@ afterAll(async () => {
 
 const order = (n: number, key: string | null = null): NewOrder => ({
   id: randomUUID(),
+  client: 'default',
   customerId: `c${n}`,
   currency: 'EUR',
   totalCents: n * 100,
@@ -46,7 +47,7 @@ describe('batched order inserts', () => {
     expect(new Set(rows.map((r) => r.createdAt.getTime())).size).toBe(1);
     for (const [n, r] of rows.entries()) {
       expect(r.expiresAt.getTime() - r.createdAt.getTime()).toBe((60 + n) * 1_000);
-      const stored = await repo.find(r.id);
+      const stored = await repo.find('default', r.id);
       expect(stored?.items).toEqual(input[n]!.items);
       expect(stored?.totalCents).toBe(n * 100);
     }
@@ -76,7 +77,7 @@ describe('batched expiries', () => {
     const repo = createOrdersRepository(tdb.db);
     const [a, b] = await due(repo, 2, 0);
     const [paid, open] = await due(repo, 2, 3_600);
-    expect(await repo.pay(paid!.id, 'ref')).not.toBeNull();
+    expect(await repo.pay('default', paid!.id, 'ref')).not.toBeNull();
     const unknown = randomUUID();
     const out = await repo.expireMany([a!.id, b!.id, paid!.id, open!.id, unknown, a!.id]);
     expect(out.get(a!.id)).toMatchObject({ kind: 'cancelled', notificationId: expect.any(String) });

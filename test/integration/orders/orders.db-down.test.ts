@@ -31,6 +31,7 @@ describe('database unavailable', () => {
     const guard = apiKeyGuard({
       keys: apiKeyStore(db),
       perKey: rateLimit(redis, 'dbdown', 'key', 1_000, 1_000),
+      perClient: rateLimit(redis, 'dbdown', 'client', 1_000, 1_000),
       failures: rateLimit(redis, 'dbdown', 'authfail', 1_000, 1_000),
       log,
     });

@@ -81,7 +81,7 @@ describe('batching', () => {
     expect(timeout.reason).toBe('TIMEOUT');
     expect(timeout.parcels).toEqual(posted.slice(20).map((p) => p.body.trackingNo));
     expect(timeout.vehiclePlate).toBe('沪A-north');
-    const firstOfFive = await tdb.db.parcel.findUniqueOrThrow({ where: { trackingNo: timeout.parcels[0]! } });
+    const firstOfFive = await tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: timeout.parcels[0]! } } });
     const waited = Date.parse(timeout.createdAt) - firstOfFive.createdAt.getTime();
     expect(waited).toBeGreaterThanOrEqual(1_000 - 5);
     expect(waited).toBeLessThan(1_000 + 500);

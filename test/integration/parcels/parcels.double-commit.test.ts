@@ -38,7 +38,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stopTestService(svc, tdb));
 
-const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { trackingNo: t } });
+const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: t } } });
 
 describe('a flush that meets a reconciliation pass', () => {
   it('batches only what is still a batch and puts the rest back to wait', async () => {

@@ -60,7 +60,13 @@ describe('parcel intake under load', () => {
     // for compiling its code paths and opening its connections.
     await http.put('/areas/warmup').send({ vehiclePlate: 'V-warm', sorterContact: 'warm@example.com' });
     await http.post('/parcels').send({ trackingNo: `WARM-${run}`, area: 'warmup' });
-    expect(await waitFor(async () => (await tdb.db.parcel.findUnique({ where: { trackingNo: `WARM-${run}` } }))?.status === 'BATCHED', 5_000, 50)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await tdb.db.parcel.findUnique({ where: { client_trackingNo: { client: 'default', trackingNo: `WARM-${run}` } } }))?.status === 'BATCHED',
+        5_000,
+        50,
+      ),
+    ).toBe(true);
     const t0 = Date.now();
     let next = 0;
     const statuses = new Map<number, number>();

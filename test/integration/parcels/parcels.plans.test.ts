@@ -29,7 +29,7 @@ afterAll(async () => {
 /** Inserts `n` WAITING parcels of area PL-1 named `<prefix>-<i>`. */
 async function waiting(prefix: string, n: number): Promise<string[]> {
   const trackingNos = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  await createParcelsRepository(tdb.db).insertParcels(trackingNos.map((trackingNo) => ({ trackingNo, areaCode: 'PL-1' })));
+  await createParcelsRepository(tdb.db).insertParcels(trackingNos.map((trackingNo) => ({ client: 'default', trackingNo, areaCode: 'PL-1' })));
   return trackingNos;
 }
 
@@ -57,6 +57,7 @@ describe('parcel indexes and plans', () => {
     const trackingNos = await waiting('NEW', 5_000);
     const batches = Array.from({ length: 20 }, (_, b) => ({
       id: `00000000-0000-4000-8000-${String(b).padStart(12, '0')}`,
+      client: 'default',
       areaCode: 'PL-1',
       trackingNos: trackingNos.slice(b * 10, b * 10 + 10),
     }));
@@ -82,13 +83,19 @@ describe('parcel indexes and plans', () => {
     const d = await createTestDb('parcels_mig', { migrate: false });
     others.push(d);
     const log = createLogger('silent');
-    // The migrations before this one, then parcels.
-    const before = mkdtempSync(join(tmpdir(), 'ots-migrations-'));
-    for (const m of readMigrations().filter((m) => m.name < PARTIAL_BATCH_ID)) cpSync(join(MIGRATIONS_DIR, m.name), join(before, m.name), { recursive: true });
-    await migrate(d.url, log, before);
-    await d.db.area.create({ data: { code: 'PM-1', vehiclePlate: 'PM-1', sorterContact: 'pm@example.com' } });
-    const repo = createParcelsRepository(d.db);
-    await repo.insertParcels(['PM-A', 'PM-B', 'PM-C', 'PM-D'].map((trackingNo) => ({ trackingNo, areaCode: 'PM-1' })));
+    // The migrations before this one, then parcels; then this one alone (the schema of then: no clients yet).
+    const upTo = (last: (name: string) => boolean) => {
+      const dir = mkdtempSync(join(tmpdir(), 'ots-migrations-'));
+      for (const m of readMigrations().filter((m) => last(m.name))) cpSync(join(MIGRATIONS_DIR, m.name), join(dir, m.name), { recursive: true });
+      return dir;
+    };
+    await migrate(
+      d.url,
+      log,
+      upTo((name) => name < PARTIAL_BATCH_ID),
+    );
+    await d.db.$executeRawUnsafe(`INSERT INTO areas (code, vehicle_plate, sorter_contact) VALUES ('PM-1', 'PM-1', 'pm@example.com')`);
+    await d.db.$executeRawUnsafe(`INSERT INTO parcels (tracking_no, area_code) SELECT unnest(ARRAY['PM-A', 'PM-B', 'PM-C', 'PM-D']), 'PM-1'`);
     const waiting = async (mode: string) =>
       (
         await d.db.$queryRawUnsafe<{ n: number }[]>(
@@ -101,17 +108,31 @@ describe('parcel indexes and plans', () => {
     await writer.connect();
     try {
       await writer.query(`BEGIN; UPDATE parcels SET created_at = created_at WHERE tracking_no = 'PM-D'`);
-      const migrating = migrate(d.url, log);
+      const migrating = migrate(
+        d.url,
+        log,
+        upTo((name) => name <= PARTIAL_BATCH_ID),
+      );
       expect(await waitFor(async () => (await waiting('ExclusiveLock')) + (await waiting('ShareLock')) === 1, 20_000, 20)).toBe(true);
-      // ...a batch commit comes in behind it, and then the writer ends.
-      const committing = repo.commitBatches([{ id: '00000000-0000-4000-8000-0000000000aa', areaCode: 'PM-1', trackingNos: ['PM-A', 'PM-B', 'PM-C'] }], 'FULL', {
-        maxWaitMs: 60_000,
-        batchSize: 3,
-      });
+      // ...a batch commit comes in behind it (one statement as the commit of then: its parcels
+      // locked by key, then attached, beside the new batch), and then the writer ends. (A Prisma
+      // query runs once awaited: then() sends it now.)
+      const committing = d.db
+        .$executeRawUnsafe(
+          `WITH found AS (
+           SELECT tracking_no FROM parcels WHERE tracking_no = ANY(ARRAY['PM-A', 'PM-B', 'PM-C']) AND batch_id IS NULL ORDER BY tracking_no FOR UPDATE
+         ), b AS (
+           INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
+           SELECT '00000000-0000-4000-8000-0000000000aa', 'PM-1', 'PM-1', 'FULL', count(*), now() FROM found
+           RETURNING id
+         )
+         UPDATE parcels SET batch_id = b.id, status = 'BATCHED', batched_at = now() FROM b WHERE parcels.tracking_no IN (SELECT tracking_no FROM found)`,
+        )
+        .then((n) => n);
       expect(await waitFor(async () => (await waiting('RowShareLock')) + (await waiting('RowExclusiveLock')) === 1, 20_000, 20)).toBe(true);
       await writer.query('COMMIT');
       expect(await migrating).toEqual([PARTIAL_BATCH_ID]);
-      expect((await committing).committed).toHaveLength(1);
+      expect(await committing).toBe(3);
     } finally {
       await writer.end();
     }

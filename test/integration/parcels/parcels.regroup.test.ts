@@ -25,7 +25,7 @@ let svc: TestService;
 type Parcels = ServiceModule & {
   service: {
     flushTimedOut(b: readonly DueBatch[]): Promise<void>;
-    commit(b: readonly { areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<{ batchId: string }[]>;
+    commit(b: readonly { client: string; areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<{ batchId: string }[]>;
   };
   reconcile: { run(): Promise<{ batches: number; parcels: number; regrouped: number }> };
   batcher: Batcher;
@@ -51,7 +51,7 @@ beforeAll(async () => {
 afterAll(async () => stopTestService(svc, tdb));
 
 const parcels = () => svc.module('parcels') as Parcels;
-const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { trackingNo: t } });
+const parcel = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: t } } });
 const post = (trackingNo: string, area: string) => svc.api().post('/parcels').send({ trackingNo, area }).expect(202);
 
 describe('parcels whose grouping in Redis went wrong', () => {
@@ -127,8 +127,8 @@ describe('parcels whose grouping in Redis went wrong', () => {
     }
     const done = await parcels().service.commit(
       [
-        { areaCode: 'RG-4', trackingNos: ['RG4-A', 'RG4-B', 'RG4-C'] },
-        { areaCode: 'RG-4', trackingNos: ['RG4-C', 'RG4-D', 'RG4-E'] },
+        { client: 'default', areaCode: 'RG-4', trackingNos: ['RG4-A', 'RG4-B', 'RG4-C'] },
+        { client: 'default', areaCode: 'RG-4', trackingNos: ['RG4-C', 'RG4-D', 'RG4-E'] },
       ],
       'FULL',
     );
@@ -149,8 +149,8 @@ describe('parcels whose grouping in Redis went wrong', () => {
     // batch nor handed back to go into Redis again.
     const { committed, left } = await createParcelsRepository(tdb.db).commitBatches(
       [
-        { id: '00000000-0000-4000-8000-000000000001', areaCode: 'RG-6', trackingNos: ['RG5-B'] },
-        { id: '00000000-0000-4000-8000-000000000002', areaCode: 'RG-5', trackingNos: ['RG5-A', 'RG5-B', 'RG5-C'] },
+        { id: '00000000-0000-4000-8000-000000000001', client: 'default', areaCode: 'RG-6', trackingNos: ['RG5-B'] },
+        { id: '00000000-0000-4000-8000-000000000002', client: 'default', areaCode: 'RG-5', trackingNos: ['RG5-A', 'RG5-B', 'RG5-C'] },
       ],
       'FULL',
       { maxWaitMs: MAX_WAIT_MS, batchSize: BATCH_SIZE },

@@ -271,8 +271,8 @@ describe('a revocation during a slow key lookup', () => {
 
 describe('idempotency keys', () => {
   it('belong to the client that sent them: the same key from two clients makes two orders', async () => {
-    const a = await makeApiKey(tdb.url, ['orders:write'], 'client a');
-    const b = await makeApiKey(tdb.url, ['orders:write'], 'client b');
+    const a = await makeApiKey(tdb.url, ['orders:write'], 'client a', 'idem-a');
+    const b = await makeApiKey(tdb.url, ['orders:write'], 'client b', 'idem-b');
     const idem = `shared-${randomBytes(4).toString('hex')}`;
     const create = (key: string, body: Record<string, unknown>) => request(svc.url).post('/orders').set(bearer(key)).set('Idempotency-Key', idem).send(body);
     const body = orderBody({ customerId: 'same' });
@@ -288,6 +288,19 @@ describe('idempotency keys', () => {
     expect(replayA.headers['idempotent-replayed']).toBe('true');
     expect((await create(b.key, body)).body.id).toBe(second.body.id);
     expect((await create(b.key, orderBody({ customerId: 'other' }))).status).toBe(422);
+  });
+
+  it("are shared by a client's keys: a retry sent with a new key of the same client replays", async () => {
+    const old = await makeApiKey(tdb.url, ['orders:write'], 'before rotation', 'idem-c');
+    const rotated = await makeApiKey(tdb.url, ['orders:write'], 'after rotation', 'idem-c');
+    const idem = `rotated-${randomBytes(4).toString('hex')}`;
+    const create = (key: string) => request(svc.url).post('/orders').set(bearer(key)).set('Idempotency-Key', idem).send(orderBody());
+    const first = await create(old.key);
+    expect(first.status).toBe(201);
+    const retry = await create(rotated.key);
+    expect(retry.status).toBe(201);
+    expect(retry.body.id).toBe(first.body.id);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
   });
 });
 

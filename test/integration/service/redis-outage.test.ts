@@ -136,9 +136,13 @@ describe('Redis hung (SIGSTOP)', () => {
     // out: the first parcel was still there for the flusher, which batched it
     // at its maximum wait. (Had the late add taken both out, nobody would have
     // committed them: both would wait for the reconciliation pass, off here.)
-    const flushed = await waitFor(async () => (await tdb.db.parcel.findUnique({ where: { trackingNo: 'OUT-P1' } }))?.status === 'BATCHED', 10_000, 100);
+    const flushed = await waitFor(
+      async () => (await tdb.db.parcel.findUnique({ where: { client_trackingNo: { client: 'default', trackingNo: 'OUT-P1' } } }))?.status === 'BATCHED',
+      10_000,
+      100,
+    );
     expect(flushed, 'the parcel waiting before the hang is batched after it').toBe(true);
-    expect((await tdb.db.parcel.findUniqueOrThrow({ where: { trackingNo: 'OUT-P2' } })).status).toBe('WAITING');
+    expect((await tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: 'OUT-P2' } } })).status).toBe('WAITING');
 
     // Every order made during the hang is cancelled once Redis is back (the
     // reconciliation pass, its expiry jobs having missed Redis).
@@ -184,7 +188,11 @@ describe('connections gone silent', () => {
     // alone in its area is batched at its maximum wait.
     const tracking = `OUT-S-${randomUUID().slice(0, 8)}`;
     await svc.api().post('/parcels').send({ trackingNo: tracking, area: 'OUT-A' }).expect(202);
-    const batched = await waitFor(async () => (await tdb.db.parcel.findUnique({ where: { trackingNo: tracking } }))?.status === 'BATCHED', 15_000, 100);
+    const batched = await waitFor(
+      async () => (await tdb.db.parcel.findUnique({ where: { client_trackingNo: { client: 'default', trackingNo: tracking } } }))?.status === 'BATCHED',
+      15_000,
+      100,
+    );
     expect(batched, 'a parcel posted after the silence is batched by the flusher').toBe(true);
   });
 });

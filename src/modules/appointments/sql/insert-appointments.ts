@@ -1,4 +1,5 @@
 // Booked: appointments inserted in one statement (all or none), BOOKED,
+// each with its client (one statement may carry several clients' bookings),
 // remind_at = starts_at - lead (or now when that has passed), the times by
 // the database clock. Guard: the primary key and the idempotency key's unique
 // index (a conflict fails the statement: the caller's idempotent create
@@ -8,6 +9,8 @@ import { type AppointmentRow, COLUMNS } from './appointment-row.js';
 
 export type NewAppointment = {
   id: string;
+  /** The client (tenant) that books it. */
+  client: string;
   customerId: string;
   contact: string;
   channel: 'SMS' | 'EMAIL';
@@ -20,14 +23,14 @@ export type NewAppointment = {
 export async function insertAppointments(db: Db, rows: readonly NewAppointment[]): Promise<AppointmentRow[]> {
   const col = <T>(f: (r: NewAppointment) => T) => rows.map(f);
   const inserted = await db.$queryRaw<AppointmentRow[]>`
-    INSERT INTO appointments (id, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+    INSERT INTO appointments (id, client, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
                               created_at, updated_at, idempotency_key, request_hash)
-    SELECT t.id, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
+    SELECT t.id, t.client, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
            GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
-      FROM unnest(${col((r) => r.id)}::uuid[], ${col((r) => r.customerId)}::text[], ${col((r) => r.contact)}::text[],
+      FROM unnest(${col((r) => r.id)}::uuid[], ${col((r) => r.client)}::text[], ${col((r) => r.customerId)}::text[], ${col((r) => r.contact)}::text[],
                   ${col((r) => r.channel)}::"Channel"[], ${col((r) => r.startsAt)}::timestamptz[],
                   ${col((r) => r.remindBeforeSeconds)}::int[], ${col((r) => r.idempotencyKey)}::text[], ${col((r) => r.requestHash)}::text[])
-           AS t(id, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
+           AS t(id, client, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
     RETURNING ${COLUMNS}`;
   const byId = new Map(inserted.map((r) => [r.id, r]));
   return rows.map((r) => {

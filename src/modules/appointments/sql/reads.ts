@@ -1,18 +1,26 @@
 // What the appointments domain reads: an appointment by id or idempotency
 // key, and its reminders: what a slot's reminder job finds when it wrote
-// nothing, one slot's reminder row, an appointment's reminder rows.
+// nothing, one slot's reminder row, an appointment's reminder rows. The API's
+// reads (an appointment, its reminders, a booking's replay) take the caller's
+// client and find only its rows; the jobs' reads go by id.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { type NotificationStatus, dedupeKey, liveSql } from '../../../core/delivery/index.js';
 import { type AppointmentRow, COLUMNS, type ReminderSlot, type ReminderState, slotKey } from './appointment-row.js';
 
-export async function findAppointment(db: Db, id: string): Promise<AppointmentRow | null> {
-  return (await db.$queryRaw<AppointmentRow[]>`SELECT ${COLUMNS} FROM appointments WHERE id = ${id}::uuid`)[0] ?? null;
+/** Client `client`'s appointment `id`: another client's is null, as an unknown one. */
+export async function findAppointment(db: Db, client: string, id: string): Promise<AppointmentRow | null> {
+  return (await db.$queryRaw<AppointmentRow[]>`SELECT ${COLUMNS} FROM appointments WHERE id = ${id}::uuid AND client = ${client}`)[0] ?? null;
 }
 
-export async function findAppointmentByIdempotencyKey(db: Db, key: string): Promise<{ row: AppointmentRow; requestHash: string | null } | null> {
+/** The booking made with an idempotency key (which names its client already; the client is checked all the same). */
+export async function findAppointmentByIdempotencyKey(
+  db: Db,
+  client: string,
+  key: string,
+): Promise<{ row: AppointmentRow; requestHash: string | null } | null> {
   const rows = await db.$queryRaw<(AppointmentRow & { requestHash: string | null })[]>`
-    SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = ${key}`;
+    SELECT ${COLUMNS}, request_hash AS "requestHash" FROM appointments WHERE idempotency_key = ${key} AND client = ${client}`;
   const r = rows[0];
   if (!r) return null;
   const { requestHash, ...row } = r;
@@ -58,9 +66,10 @@ export async function findReminder(db: Db, id: string, startsAtMs: number): Prom
   return rows[0] ?? null;
 }
 
-export function listReminders(db: Db, id: string) {
+/** Client `client`'s reminder rows of appointment `id`, oldest first (none for another client's). */
+export function listReminders(db: Db, client: string, id: string) {
   return db.notification.findMany({
-    where: { appointmentId: id, kind: 'APPOINTMENT_REMINDER' },
+    where: { appointmentId: id, kind: 'APPOINTMENT_REMINDER', client },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
   });
 }

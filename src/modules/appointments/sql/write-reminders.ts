@@ -6,6 +6,8 @@
 // still starts at the slot's start and its remind time has come (database
 // clock), and only once per slot (its dedupe key). A slot held again after it
 // was given up gets its withdrawn reminder back (core/delivery/take-back.ts).
+// A job's statement, by id: no client filter, each reminder written with its
+// appointment's client.
 // Guard: the appointment row as the statement locks it. Lock order: the
 // appointments in id order (FOR UPDATE: two such statements sharing some wait
 // for each other rather than deadlock, and a concurrent move either commits
@@ -24,6 +26,7 @@ const REMINDER_FROM_W = deliveryInsertSql({
   from: Prisma.sql`w a`,
   dedupeKey: HELD_SLOT_KEY,
   subject: { column: 'appointment_id', value: Prisma.sql`a.id` },
+  client: Prisma.sql`a.client`,
   channel: Prisma.sql`a.channel`,
   recipient: Prisma.sql`a.contact`,
   payload: Prisma.sql`jsonb_build_object('appointmentId', a.id, 'customerId', a.customer_id,
@@ -35,7 +38,7 @@ export async function writeReminders(db: Db, slots: readonly ReminderSlot[]): Pr
   const ids = slots.map((x) => x.appointmentId);
   const rows = await db.$queryRaw<WrittenOrTakenBack[]>`
     WITH a AS (
-      SELECT id, customer_id, contact, channel, starts_at, reminded FROM appointments
+      SELECT id, client, customer_id, contact, channel, starts_at, reminded FROM appointments
        WHERE id = ANY(${ids}::uuid[])
          -- Compared in whole ms: a float round trip through seconds could miss by a microsecond.
          AND (id, floor(extract(epoch FROM starts_at) * 1000)::bigint) IN (SELECT * FROM unnest(${ids}::uuid[], ${slots.map((x) => x.startsAtMs)}::bigint[]))

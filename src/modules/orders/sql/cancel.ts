@@ -1,12 +1,14 @@
 // Cancelled: UNPAID -> CANCELLED with its ORDER_CANCELLED delivery row, by
-// the customer, by the expiry job once the window has closed, or by the
-// reconciliation pass for orders overdue past a grace.
+// the customer (of the order's client only), by the expiry job once the
+// window has closed, or by the reconciliation pass for orders overdue past a
+// grace. The notice is the order's client's.
 //
 // One statement each: the cancel and its notice commit together (an outbox:
 // no notice without the cancel, no cancel without its notice). Guard:
 // `status = 'UNPAID'` judged on the row the UPDATE takes, so a pay racing it
-// ends with one winner; the expiry adds `expires_at <= now()` (the database
-// clock decides the deadline, whatever Redis fired). The status is compared
+// ends with one winner; the customer's adds `client = <the caller's>`, the
+// expiry `expires_at <= now()` (the database clock decides the deadline,
+// whatever Redis fired). The status is compared
 // through an expression no index holds, so the rows are found by the target
 // whatever the statistics say (planned on statistics taken when few orders
 // were UNPAID, the status index read every UNPAID order: 160 ms a pass and
@@ -24,6 +26,7 @@ const CANCELLED_NOTICE = deliveryInsertSql({
   from: Prisma.sql`c`,
   dedupeKey: dedupeKeySql.orderCancelled(Prisma.sql`c.id`),
   subject: { column: 'order_id', value: Prisma.sql`c.id` },
+  client: Prisma.sql`c.client`,
   payload: Prisma.sql`jsonb_build_object('orderId', c.id, 'customerId', c.customer_id, 'reason', c.cancel_reason::text,
                                          'totalCents', c.total_cents, 'currency', c.currency)`,
 });
@@ -35,7 +38,7 @@ function cancelCtes(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
       UPDATE orders
          SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = ${reason}::"CancelReason"
        WHERE status::text = 'UNPAID' AND ${target}
-      RETURNING id, customer_id, total_cents, currency, cancel_reason
+      RETURNING id, client, customer_id, total_cents, currency, cancel_reason
     ), n AS (
       ${CANCELLED_NOTICE}
       ON CONFLICT (dedupe_key) DO NOTHING
@@ -49,9 +52,9 @@ function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
   return Prisma.sql`${cancelCtes(target, reason)} SELECT c.id, n.id AS notification_id FROM c LEFT JOIN n ON n.order_id = c.id`;
 }
 
-/** The customer's cancel; the new notification's id, or null when nothing changed (not UNPAID). */
-export async function cancelOrder(db: Db, id: string): Promise<{ notificationId: string | null } | null> {
-  const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(Prisma.sql`id = ${id}::uuid`, 'CUSTOMER'));
+/** The customer's cancel; the new notification's id, or null when nothing changed (not UNPAID, or not the client's). */
+export async function cancelOrder(db: Db, client: string, id: string): Promise<{ notificationId: string | null } | null> {
+  const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(Prisma.sql`id = ${id}::uuid AND client = ${client}`, 'CUSTOMER'));
   const r = rows[0];
   return r ? { notificationId: r.notification_id } : null;
 }

@@ -8,6 +8,7 @@ import type { OrderItemRow, OrderRow } from './order-row.js';
 
 export type NewOrder = {
   id: string;
+  client: string;
   customerId: string;
   currency: string;
   totalCents: number;
@@ -21,13 +22,13 @@ export async function insertOrders(db: Db, orders: readonly NewOrder[]): Promise
   const items = orders.flatMap((o) => o.items.map((it, position) => ({ orderId: o.id, position, ...it })));
   const rows = await db.$queryRaw<{ id: string; created_at: Date; expires_at: Date }[]>`
     WITH o AS (
-      INSERT INTO orders (id, customer_id, currency, total_cents, created_at, expires_at, idempotency_key, request_hash)
-      SELECT t.id, t.customer_id, t.currency, t.total_cents, now(), now() + make_interval(secs => t.timeout_s), t.idem_key, t.req_hash
-        FROM unnest(${orders.map((o) => o.id)}::uuid[], ${orders.map((o) => o.customerId)}::text[],
+      INSERT INTO orders (id, client, customer_id, currency, total_cents, created_at, expires_at, idempotency_key, request_hash)
+      SELECT t.id, t.client, t.customer_id, t.currency, t.total_cents, now(), now() + make_interval(secs => t.timeout_s), t.idem_key, t.req_hash
+        FROM unnest(${orders.map((o) => o.id)}::uuid[], ${orders.map((o) => o.client)}::text[], ${orders.map((o) => o.customerId)}::text[],
                     ${orders.map((o) => o.currency)}::text[], ${orders.map((o) => o.totalCents)}::bigint[],
                     ${orders.map((o) => o.timeoutSeconds)}::int[], ${orders.map((o) => o.idempotencyKey)}::text[],
                     ${orders.map((o) => o.requestHash)}::text[])
-             AS t(id, customer_id, currency, total_cents, timeout_s, idem_key, req_hash)
+             AS t(id, client, customer_id, currency, total_cents, timeout_s, idem_key, req_hash)
       RETURNING id, created_at, expires_at
     ), i AS (
       INSERT INTO order_items (order_id, position, sku, quantity, unit_price_cents)
@@ -44,6 +45,7 @@ export async function insertOrders(db: Db, orders: readonly NewOrder[]): Promise
     if (!r) throw new Error(`order ${o.id} was not inserted`);
     return {
       id: o.id,
+      client: o.client,
       customerId: o.customerId,
       status: 'UNPAID',
       currency: o.currency,

@@ -7,6 +7,8 @@ export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
 export type OrderItemRow = { sku: string; quantity: number; unitPriceCents: number };
 export type OrderRow = {
   id: string;
+  /** The client (tenant) it belongs to. */
+  client: string;
   customerId: string;
   status: OrderStatus;
   currency: string;
@@ -23,6 +25,7 @@ export type OrderRow = {
 /** An order row as orderSelect reads it. */
 export type RawOrder = {
   id: string;
+  client: string;
   customer_id: string;
   status: OrderStatus;
   currency: string;
@@ -40,7 +43,7 @@ export type RawOrder = {
 /** An order with its items; `from` names the rows as `o`: the table with a WHERE, or a CTE. */
 export function orderSelect(from: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
-    SELECT o.id::text AS id, o.customer_id, o.status::text AS status, o.currency, o.total_cents, o.created_at,
+    SELECT o.id::text AS id, o.client, o.customer_id, o.status::text AS status, o.currency, o.total_cents, o.created_at,
            o.expires_at, o.paid_at, o.payment_ref, o.cancelled_at, o.cancel_reason::text AS cancel_reason, o.request_hash,
            (SELECT coalesce(json_agg(json_build_object('sku', i.sku, 'quantity', i.quantity, 'unitPriceCents', i.unit_price_cents)
                                      ORDER BY i.position), '[]'::json)
@@ -51,6 +54,7 @@ export function orderSelect(from: Prisma.Sql): Prisma.Sql {
 export function toRow(o: RawOrder): OrderRow {
   return {
     id: o.id,
+    client: o.client,
     customerId: o.customer_id,
     status: o.status,
     currency: o.currency,

@@ -1,18 +1,18 @@
 // Paid: UNPAID and inside its window by the database clock -> PAID.
 // One statement: the guard is judged on the row as it is when the UPDATE
 // takes it, so a pay racing the expiry (or another pay) ends with one winner.
-// Guard: `status = 'UNPAID' AND expires_at > now()`. Lock order: the one row.
-// Returns the paid order, or null when nothing changed (paid, cancelled,
-// past its window, or unknown).
+// Guard: `status = 'UNPAID' AND expires_at > now()`, on an order of the
+// caller's client. Lock order: the one row. Returns the paid order, or null
+// when nothing changed (paid, cancelled, past its window, or unknown to the client).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { type OrderRow, type RawOrder, orderSelect, toRow } from './order-row.js';
 
-export async function payOrder(db: Db, id: string, paymentRef: string | null): Promise<OrderRow | null> {
+export async function payOrder(db: Db, client: string, id: string, paymentRef: string | null): Promise<OrderRow | null> {
   const [o] = await db.$queryRaw<RawOrder[]>`
     WITH paid AS (
       UPDATE orders SET status = 'PAID', paid_at = now(), payment_ref = ${paymentRef}
-       WHERE id = ${id}::uuid AND status = 'UNPAID' AND expires_at > now()
+       WHERE id = ${id}::uuid AND client = ${client} AND status = 'UNPAID' AND expires_at > now()
       RETURNING *
     ) ${orderSelect(Prisma.sql`paid o`)}`;
   return o ? toRow(o) : null;

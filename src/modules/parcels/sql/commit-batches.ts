@@ -1,31 +1,41 @@
 // Batched: waiting parcels attached to new batches, each bound to its area's
 // current vehicle, with its BATCH_DISPATCHED delivery row.
 //
-// One statement for a flush round's batches: each parcel found by its key and
-// locked, a batch judged on its parcels' rows, made only if it still is one
-// (a TIMEOUT batch only when its oldest unbatched parcel has waited the
-// maximum by the database clock; a FULL batch only with all of the batch size
-// unbatched), its parcels attached and its notice written together. Guard:
-// `parcels.batch_id IS NULL` on each locked parcel (a parcel is in one batch
-// at most, never in a batch above its area's size). Lock order: the parcels
-// in tracking-number order (one order for every committer: no deadlock), then
-// the new batches and notices. Returns the batches made and the parcels left
-// waiting, to go back into Redis.
+// One statement for a flush round's batches (of any clients): each parcel
+// found by its key (client, tracking number) and locked, a batch judged on its
+// parcels' rows, made only if it still is one (a TIMEOUT batch only when its
+// oldest unbatched parcel has waited the maximum by the database clock; a FULL
+// batch only with all of the batch size unbatched), its parcels attached and
+// its notice written together; the batch and its notice are the area's
+// client's. Guard: `parcels.batch_id IS NULL` on each locked parcel of the
+// batch's own client and area (a parcel is in one batch at most, of its own
+// client and area, never in a batch above its area's size). Lock order: the
+// parcels in (client, tracking number) order (one order for every committer:
+// no deadlock), then the new batches and notices. Returns the batches made
+// and the parcels left waiting, to go back into Redis.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
 
-/** A batch made: its parcels' tracking numbers in code-unit order (JavaScript's sort, not the database's collation). */
-export type CommittedBatch = { batchId: string; attached: number; trackingNos: string[]; notificationId: string | null; createdAt: Date };
+/** A batch made, of its area's client: its parcels' tracking numbers in code-unit order (JavaScript's sort, not the database's collation). */
+export type CommittedBatch = {
+  batchId: string;
+  client: string;
+  areaCode: string;
+  attached: number;
+  trackingNos: string[];
+  notificationId: string | null;
+  createdAt: Date;
+};
 /**
  * A parcel a commit left waiting: its batch was no longer one. `dueInMs`: a
  * TIMEOUT batch refused because its oldest parcel had not waited the maximum
  * by the database clock says how long that is still to go (else 0).
  */
-export type LeftParcel = { trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
+export type LeftParcel = { client: string; trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
 
-/** A batch to make: its new id, its area and the parcels taken for it. */
-export type BatchToCommit = { id: string; areaCode: string; trackingNos: readonly string[] };
+/** A batch to make: its new id, its area (client and code) and the parcels (of that client) taken for it. */
+export type BatchToCommit = { id: string; client: string; areaCode: string; trackingNos: readonly string[] };
 export type BatchReason = 'FULL' | 'TIMEOUT';
 /** The area's rule: a batch is full at `batchSize`, due when its first parcel has waited `maxWaitMs`. */
 export type BatchRule = { maxWaitMs: number; batchSize: number };
@@ -33,9 +43,10 @@ export type BatchRule = { maxWaitMs: number; batchSize: number };
 /** The sorters' notice of each new batch `b`, sent to its area's sorter contact. */
 const DISPATCHED_NOTICE = deliveryInsertSql({
   kind: 'BATCH_DISPATCHED',
-  from: Prisma.sql`b JOIN areas a ON a.code = b.area_code`,
+  from: Prisma.sql`b JOIN areas a ON a.client = b.client AND a.code = b.area_code`,
   dedupeKey: dedupeKeySql.batchDispatched(Prisma.sql`b.id`),
   subject: { column: 'batch_id', value: Prisma.sql`b.id` },
+  client: Prisma.sql`b.client`,
   recipient: Prisma.sql`a.sorter_contact`,
   payload: Prisma.sql`jsonb_build_object('batchId', b.id, 'area', b.area_code, 'vehiclePlate', b.vehicle_plate,
                                          'reason', b.reason::text, 'parcels', b.parcel_count)`,
@@ -48,6 +59,7 @@ type CommitRow = {
   id: string | null;
   attached: number | null;
   created_at: Date | null;
+  client: string | null;
   tracking_no: string | null;
   area_code: string | null;
   arrived_ms: bigint | null;
@@ -55,29 +67,38 @@ type CommitRow = {
   ok: boolean | null;
 };
 
-function commitBatchesSql(ids: string[], areas: string[], tracking: string[], reason: 'FULL' | 'TIMEOUT', maxWaitMs: number, batchSize: number): Prisma.Sql {
+function commitBatchesSql(o: {
+  ids: string[];
+  clients: string[];
+  areas: string[];
+  tracking: string[];
+  reason: BatchReason;
+  maxWaitMs: number;
+  batchSize: number;
+}): Prisma.Sql {
+  const { reason, maxWaitMs, batchSize } = o;
   return Prisma.sql`WITH input AS (
-     SELECT * FROM unnest(${ids}::uuid[], ${areas}::text[], ${tracking}::text[]) AS t(batch_id, area_code, tracking_no)
-      ORDER BY tracking_no, batch_id
+     SELECT * FROM unnest(${o.ids}::uuid[], ${o.clients}::text[], ${o.areas}::text[], ${o.tracking}::text[]) AS t(batch_id, client, area_code, tracking_no)
+      ORDER BY client, tracking_no, batch_id
    ), found AS (
-     -- Each parcel found by its key, locked in tracking-number order (input's): one lock order for all
-     -- committers, no deadlock. A join left to the planner read every unbatched parcel (or every parcel,
-     -- by a sequential scan) to meet the few it asked for.
-     SELECT p.tracking_no, p.area_code, p.created_at, input.batch_id
+     -- Each parcel found by its key (of the batch's client, in the batch's area), locked in key order
+     -- (input's): one lock order for all committers, no deadlock. A join left to the planner read every
+     -- unbatched parcel (or every parcel, by a sequential scan) to meet the few it asked for.
+     SELECT p.client, p.tracking_no, p.area_code, p.created_at, input.batch_id
        FROM input CROSS JOIN LATERAL (
-            SELECT parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
-             WHERE parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
+            SELECT parcels.client, parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
+             WHERE parcels.client = input.client AND parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
              FOR UPDATE) p
    ), w AS (
      -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
      -- counts below are of parcels. (Picked after the area is matched: a batch of another area that
      -- names it must not take it from the one of its own.)
-     SELECT DISTINCT ON (tracking_no) * FROM found ORDER BY tracking_no, batch_id
+     SELECT DISTINCT ON (client, tracking_no) * FROM found ORDER BY client, tracking_no, batch_id
    ), counted AS (
      -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
-     -- never makes a batch of another area's parcels.
+     -- never makes a batch of another area's (or client's) parcels.
      SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
-       FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.area_code)
+       FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.client, w.area_code)
    ), judged AS (
      -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
      SELECT counted.*,
@@ -85,28 +106,34 @@ function commitBatchesSql(ids: string[], areas: string[], tracking: string[], re
                           ELSE n = ${batchSize}::int END AS ok
        FROM counted
    ), b AS (
-     INSERT INTO batches (id, area_code, vehicle_plate, reason, parcel_count, created_at)
-     SELECT j.batch_id, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.n, now()
-       FROM (SELECT DISTINCT ON (batch_id, area_code) batch_id, area_code, n FROM judged WHERE ok ORDER BY batch_id, area_code) j
-       JOIN areas a ON a.code = j.area_code
-     RETURNING id, area_code, vehicle_plate, reason, parcel_count, created_at
+     -- The batch is its area's client's: the one of its parcels.
+     INSERT INTO batches (id, client, area_code, vehicle_plate, reason, parcel_count, created_at)
+     SELECT j.batch_id, a.client, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.n, now()
+       FROM (SELECT DISTINCT ON (batch_id, client, area_code) batch_id, client, area_code, n FROM judged WHERE ok ORDER BY batch_id, client, area_code) j
+       JOIN areas a ON a.client = j.client AND a.code = j.area_code
+     RETURNING id, client, area_code, vehicle_plate, reason, parcel_count, created_at
    ), u AS (
-     -- The rows found by key again (the array), not by a join the planner may make a scan of the table.
+     -- The rows found by key again (the arrays of the key's two columns), not by a join the planner may
+     -- make a scan of the table; each parcel attached to its judged batch of its own client. The call's
+     -- clients (few: usually one) are a parameter: as a subquery's array, of a size the planner cannot
+     -- know, they made it price the lookups above a scan of the table.
      UPDATE parcels SET batch_id = j.batch_id, status = 'BATCHED', batched_at = now()
        FROM judged j
-      WHERE parcels.tracking_no = ANY(ARRAY(SELECT tracking_no FROM judged WHERE ok)) AND parcels.tracking_no = j.tracking_no AND j.ok
+      WHERE parcels.client = ANY(${[...new Set(o.clients)]}::text[])
+        AND parcels.tracking_no = ANY(ARRAY(SELECT tracking_no FROM judged WHERE ok))
+        AND parcels.client = j.client AND parcels.tracking_no = j.tracking_no AND j.ok
      RETURNING parcels.tracking_no
    ), n AS (
      ${DISPATCHED_NOTICE}
      RETURNING id, batch_id
    )
-   SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at,
-          NULL::text AS tracking_no, NULL::text AS area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
+   SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at, b.client,
+          NULL::text AS tracking_no, b.area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
      FROM b
    UNION ALL
-   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
+   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
    UNION ALL
-   SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
+   SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.client, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
           CASE ${reason}::text WHEN 'TIMEOUT'
             THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => ${maxWaitMs}::double precision / 1000) - now()) * 1000))::bigint
             ELSE 0 END,
@@ -125,16 +152,18 @@ function commitBatchesSql(ids: string[], areas: string[], tracking: string[], re
  */
 export function commitBatchesQuery(batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule): { sql: Prisma.Sql; parcels: number } {
   const ids: string[] = [];
+  const clients: string[] = [];
   const areas: string[] = [];
   const tracking: string[] = [];
   for (const b of batches) {
     for (const t of b.trackingNos) {
       ids.push(b.id);
+      clients.push(b.client);
       areas.push(b.areaCode);
       tracking.push(t);
     }
   }
-  return { sql: commitBatchesSql(ids, areas, tracking, reason, rule.maxWaitMs, rule.batchSize), parcels: tracking.length };
+  return { sql: commitBatchesSql({ ids, clients, areas, tracking, reason, ...rule }), parcels: tracking.length };
 }
 
 /** Commits `batches` (a flush round's worth) as the header says; the batches made and the parcels left waiting. */
@@ -147,18 +176,32 @@ export async function commitBatches(
   const q = commitBatchesQuery(batches, reason, rule);
   if (q.parcels === 0) return { committed: [], left: [] };
   const rows = await db.$queryRaw<CommitRow[]>(q.sql);
-  const made: { batchId: string; attached: number; createdAt: Date }[] = [];
+  const made: Omit<CommittedBatch, 'trackingNos' | 'notificationId'>[] = [];
   const notices = new Map<string, string>();
   const members = new Map<string, string[]>();
   const left: LeftParcel[] = [];
   for (const r of rows) {
-    if (r.kind === 'batch') made.push({ batchId: r.batch_id, attached: Number(r.attached), createdAt: r.created_at as Date });
+    if (r.kind === 'batch')
+      made.push({
+        batchId: r.batch_id,
+        client: r.client as string,
+        areaCode: r.area_code as string,
+        attached: Number(r.attached),
+        createdAt: r.created_at as Date,
+      });
     else if (r.kind === 'notice') notices.set(r.batch_id, r.id as string);
     else if (r.ok) {
       const list = members.get(r.batch_id);
       if (list) list.push(r.tracking_no as string);
       else members.set(r.batch_id, [r.tracking_no as string]);
-    } else left.push({ trackingNo: r.tracking_no as string, areaCode: r.area_code as string, arrivedAt: Number(r.arrived_ms), dueInMs: Number(r.due_in_ms) });
+    } else
+      left.push({
+        client: r.client as string,
+        trackingNo: r.tracking_no as string,
+        areaCode: r.area_code as string,
+        arrivedAt: Number(r.arrived_ms),
+        dueInMs: Number(r.due_in_ms),
+      });
   }
   const committed = made.map((b) => ({ ...b, trackingNos: (members.get(b.batchId) ?? []).sort(), notificationId: notices.get(b.batchId) ?? null }));
   return { committed, left };

@@ -1,8 +1,10 @@
-// Areas, parcels and batches as the statements answer them.
+// Areas, parcels and batches as the statements answer them. Each is its
+// client's: area codes and tracking numbers are unique per client.
 import { Prisma } from '../../../generated/prisma/client.js';
 
-export type AreaRow = { code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
+export type AreaRow = { client: string; code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
 export type ParcelRow = {
+  client: string;
   trackingNo: string;
   areaCode: string;
   status: 'WAITING' | 'BATCHED';
@@ -12,11 +14,12 @@ export type ParcelRow = {
 };
 export type RecentBatchRow = {
   id: string;
+  client: string;
   areaCode: string;
   vehiclePlate: string;
   reason: 'FULL' | 'TIMEOUT';
   parcelCount: number;
   createdAt: Date;
 };
-export const PARCEL_COLUMNS = Prisma.sql`tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
+export const PARCEL_COLUMNS = Prisma.sql`client, tracking_no AS "trackingNo", area_code AS "areaCode", status::text AS status,
   batch_id AS "batchId", created_at AS "createdAt", batched_at AS "batchedAt"`;
