@@ -1,17 +1,23 @@
 // The daily report: a cron job that sums up the previous local day of the
-// domains, idempotent per day, readable through the admin API.
+// domains, for all clients and per client, idempotent per day, readable
+// through the admin API (one client's figures with ?client=).
+import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCOPES } from '../../../src/core/auth/scopes.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { createReportsModule, dayBefore } from '../../../src/modules/reports/reports.module.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { redisClient, waitFor } from '../../helpers/redis.js';
 import { orderBody } from '../../helpers/bodies.js';
-import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
+import { bearer, makeApiKey, startTestService, stopTestService, type TestService } from '../../helpers/service.js';
 
 const TOKEN = 'reports-admin-token-0123456789abcd';
 let tdb: TestDb;
 let svc: TestService;
 
+type Part = Record<string, number | null>;
+type ClientFigures = { orders: Part; parcels: Part } & Record<string, Part>;
+type Figures = { orders: { created: number }; parcels: { received: number }; clients: Record<string, ClientFigures> };
 type ReportsModule = { generate(day: string, tz: string): Promise<{ day: string; figures: Record<string, Record<string, number | null>> }> };
 
 beforeAll(async () => {
@@ -88,6 +94,36 @@ describe('daily report', () => {
     // the day before yesterday.
     const old = await reports.generate(dayBefore(Date.now() - 86_400_000, 'Asia/Shanghai'), 'Asia/Shanghai');
     expect(old.figures.orders).toMatchObject({ created: 0, paid: 0 });
+  });
+
+  it("counts each client's day apart, and the admin API shows one client's figures with ?client=", async () => {
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai' }).format(Date.now());
+    const reports = svc.module('reports') as unknown as ReportsModule;
+    const before = (await reports.generate(today, 'Asia/Shanghai')).figures as unknown as Figures;
+    const other = request(svc.url);
+    const key = bearer((await makeApiKey(tdb.url, SCOPES, 'other shop', 'other-shop')).key);
+    const body = orderBody({ items: [{ sku: 's', quantity: 1, unitPriceCents: 500 }] });
+    const made = (await other.post('/orders').set(key).send(body)).body.id;
+    expect((await other.post(`/orders/${made}/pay`).set(key).send({})).status).toBe(200);
+    await other.post('/orders').set(key).send(body);
+    await other.put('/areas/R1').set(key).send({ vehiclePlate: 'O-1', sorterContact: 'other@example.com' });
+    await other.post('/parcels').set(key).send({ trackingNo: 'rp-0', area: 'R1' });
+
+    const after = (await reports.generate(today, 'Asia/Shanghai')).figures as unknown as Figures;
+    expect(after.clients['other-shop']?.orders).toMatchObject({ created: 2, paid: 1, paidCents: 500 });
+    expect(after.clients['other-shop']?.parcels).toMatchObject({ received: 1 });
+    expect(after.clients.default).toEqual(before.clients.default);
+    expect(after.orders.created).toBe(before.orders.created + 2);
+    expect(after.parcels.received).toBe(before.parcels.received + 1);
+
+    const all = (await admin('/admin/reports?limit=5').expect(200)).body.reports.find((r: { day: string }) => r.day === today);
+    expect(all.figures.orders.created).toBe(after.orders.created);
+    expect(all.figures.clients).toBeUndefined();
+    const one = (await admin('/admin/reports?limit=5&client=other-shop').expect(200)).body.reports.find((r: { day: string }) => r.day === today);
+    expect(one.figures).toEqual(after.clients['other-shop']);
+    const none = (await admin('/admin/reports?limit=5&client=no-such-shop').expect(200)).body.reports.find((r: { day: string }) => r.day === today);
+    expect(none.figures.orders).toEqual({ created: 0, paid: 0, paidCents: 0, cancelledTimeout: 0, cancelledCustomer: 0 });
+    expect((await admin('/admin/reports?client=not%20a%20client')).status).toBe(400);
   });
 
   it('counts a send on its day however long before the notification was written', async () => {
