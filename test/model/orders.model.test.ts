@@ -1,10 +1,18 @@
-// Model-based suite of the orders domain: random sequences of creates (alone,
-// or in bursts sharing a window, so their expiries go in batches; some
-// repeated under their Idempotency-Key, some sent several times at once under
-// one), pays, customer cancels, pay and cancel raced against each other, two
-// pays raced, an operator running an expiry job now (before its deadline) or
-// cancelling it, reads, time steps around the payment windows, receiver
-// behaviours and faults. The rules checked:
+// Model-based suite of the orders domain: random sequences of creates by
+// either of two clients (alone, or in bursts sharing a window, so their
+// expiries go in batches; some repeated under their Idempotency-Key, some sent
+// several times at once under one), pays, customer cancels, pay and cancel
+// raced against each other, two pays raced, the other client paying,
+// cancelling and reading an order (and creating under its Idempotency-Key
+// value, its cancel raced with the owner's pay), an operator running an expiry
+// job now (before its deadline) or cancelling it, reads, time steps around
+// the payment windows, receiver behaviours and faults. The rules checked:
+// - no effect crosses clients: another client's pay, cancel and read are
+//   answered at once exactly as for an unknown id (404 ORDER_NOT_FOUND) and
+//   change nothing, its create under the same key value makes an order of its
+//   own; once settled, each order and its notice are its creator's, an order
+//   only the other client cancelled is never cancelled for the customer, and
+//   one only the other client paid is never PAID;
 // - every answer agrees with the model at once: a 200 from pay only inside
 //   the window (by the database clock, within EPS_MS) and never after a
 //   cancel, ORDER_EXPIRED only once the window closed, a cancel refused only
@@ -22,13 +30,14 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
 import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
+import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainstForeignCancel } from './orders/cross-client.steps.js';
 import type { Model } from './orders/model.js';
 import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
 import { Read } from './orders/read.step.js';
 import { Retention } from './orders/retention.step.js';
 import { settleAndCheck } from './orders/settle-and-check.js';
 import { type Step, runSuite } from './runner.js';
-import { type World, startWorld } from './world.js';
+import { MODEL_CLIENTS, type ModelClient, type World, startWorld } from './world.js';
 
 let world: World;
 beforeAll(async () => {
@@ -38,9 +47,12 @@ afterAll(async () => {
   await world?.close();
 });
 
+const window = fc.constantFrom<1 | 2>(1, 2);
+const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
+
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom<1 | 2>(1, 2).map((t) => new Create(t)) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<1 | 2>(1, 2), fc.integer({ min: 2, max: 12 })).map(([t, n]) => new CreateBurst(t, n)) },
+  { weight: 4, arbitrary: fc.tuple(window, client).map(([t, c]) => new Create(t, c)) },
+  { weight: 1, arbitrary: fc.tuple(window, fc.integer({ min: 2, max: 12 }), client).map(([t, n, c]) => new CreateBurst(t, n, c)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, same]) => new RepeatCreate(i, same)) },
   { weight: 3, arbitrary: fc.nat().map((i) => new Pay(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
@@ -49,10 +61,17 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(new Retention()) },
   // Races and an operator's hand on the expiry jobs: an expiry that runs
   // before its deadline (run-now) must leave the order open.
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<1 | 2>(1, 2), fc.integer({ min: 2, max: 5 })).map(([t, n]) => new CreateTogether(t, n)) },
+  { weight: 1, arbitrary: fc.tuple(window, fc.integer({ min: 2, max: 5 }), client).map(([t, n, c]) => new CreateTogether(t, n, c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new PayTwice(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new RunExpiryNow(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new CancelExpiryJob(i)) },
+  // The other client's hand on an order, most often one of the latest (still
+  // open: where a missing client condition would pay or cancel it).
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignPay(i, recent)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignCancel(i, recent)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignRead(i, recent)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new PayAgainstForeignCancel(i, recent)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new ForeignRepeatCreate(i)) },
 );
 
 describe('orders, model-based', () => {

@@ -29,6 +29,8 @@ import { type PrivateRedis, startPrivateRedis } from '../helpers/redis-server.js
 import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
 import { type Answer, type Received, type Webhook, startWebhook } from '../helpers/webhook.js';
 import { makeApiKey } from '../helpers/service.js';
+import { DEFAULT_CLIENT } from '../../src/core/auth/api-key-input.js';
+import { SCOPES } from '../../src/core/auth/scopes.js';
 
 /** The receiver's next answers: a kind, applied to every call until changed. */
 export const RECEIVER_KINDS = ['ok', 'fail', 'slowOk', 'slowTimeout', 'slowBody', 'hang', 'reject'] as const;
@@ -63,6 +65,14 @@ export const mayHaveTimedOut = (c: Received): boolean => c.answeredAt !== undefi
 
 /** The admin API's token in the world (a suite may redrive dead jobs). */
 export const MODEL_ADMIN_TOKEN = 'model-suite-admin-token-0123456789';
+
+/**
+ * The clients (tenants) the world has an API key of, every scope each:
+ * `http` is the first's; a suite sends some requests as another
+ * (`httpAs`) to hold the rule that no effect crosses clients.
+ */
+export const MODEL_CLIENTS = [DEFAULT_CLIENT, 'client-b'] as const;
+export type ModelClient = (typeof MODEL_CLIENTS)[number];
 
 const ENV: Readonly<Record<string, string>> = {
   HOST: '127.0.0.1',
@@ -106,7 +116,10 @@ export type RunLog = {
 };
 
 export type World = {
+  /** Requests as the first client (MODEL_CLIENTS[0]): the same as `httpAs(MODEL_CLIENTS[0])`. */
   readonly http: Http;
+  /** Requests with an API key of `client`. */
+  httpAs(client: ModelClient): Http;
   readonly db: TestDb['db'];
   readonly webhook: Webhook;
   /**
@@ -168,7 +181,13 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
   let direct: RedisClient | null = null;
   let restarting: Promise<void> = Promise.resolve();
   let runs = 0;
-  const http = createHttp(`http://127.0.0.1:${port}`, (await makeApiKey(tdb.url)).key, 60_000);
+  const clients = new Map<ModelClient, Http>();
+  for (const client of MODEL_CLIENTS) {
+    const { key } = await makeApiKey(tdb.url, SCOPES, `model-${client}`, client);
+    clients.set(client, createHttp(`http://127.0.0.1:${port}`, key, 60_000));
+  }
+  const httpAs = (client: ModelClient): Http => clients.get(client) as Http;
+  const http = httpAs(MODEL_CLIENTS[0]);
 
   /**
    * Ends a service process, a worker (picked at random) or the API: SIGKILL,
@@ -230,6 +249,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
 
   return {
     http,
+    httpAs,
     db: tdb.db,
     webhook,
     batcher(name, o) {

@@ -1,11 +1,13 @@
-// The orders model suite's paying and cancelling steps: pay, cancel, and the
-// two raced, each answer judged against the model (applyPay, applyCancel).
+// The orders model suite's paying and cancelling steps, each by the order's
+// own client: pay, cancel, and the two raced, each answer judged against the
+// model (applyPay, applyCancel).
 import type { Reply } from '../../chaos/drivers/http.js';
 import type { Real } from '../runner.js';
 import { OnOrder } from './create.steps.js';
 import { EPS_MS, type Model, type Order, fail, gone } from './model.js';
 
-function applyPay(o: Order, res: Reply): void {
+export function applyPay(o: Order, res: Reply): void {
+  o.tried.pay = true;
   if (gone(o, 'pay', res)) return;
   if (res.status === 200) {
     if (res.body.status !== 'PAID') fail(`pay ${o.id}`, res);
@@ -28,6 +30,7 @@ function applyPay(o: Order, res: Reply): void {
 }
 
 function applyCancel(o: Order, res: Reply): void {
+  o.tried.cancel = true;
   if (gone(o, 'cancel', res)) return;
   if (res.status === 200) {
     if (res.body.status !== 'CANCELLED') fail(`cancel ${o.id}`, res);
@@ -45,7 +48,7 @@ function applyCancel(o: Order, res: Reply): void {
 export class Pay extends OnOrder {
   async act(m: Model, r: Real) {
     const o = this.order(m);
-    applyPay(o, await r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'ref' }));
+    applyPay(o, await r.world.httpAs(o.client).send('POST', `/orders/${o.id}/pay`, { paymentRef: 'ref' }));
   }
   toString() {
     return `Pay(${this.pick})`;
@@ -55,7 +58,7 @@ export class Pay extends OnOrder {
 export class Cancel extends OnOrder {
   async act(m: Model, r: Real) {
     const o = this.order(m);
-    applyCancel(o, await r.world.http.send('POST', `/orders/${o.id}/cancel`));
+    applyCancel(o, await r.world.httpAs(o.client).send('POST', `/orders/${o.id}/cancel`));
   }
   toString() {
     return `Cancel(${this.pick})`;
@@ -66,7 +69,7 @@ export class Cancel extends OnOrder {
 export class PayTwice extends OnOrder {
   async act(m: Model, r: Real) {
     const o = this.order(m);
-    const answers = await Promise.all([0, 1].map(() => r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'twice' })));
+    const answers = await Promise.all([0, 1].map(() => r.world.httpAs(o.client).send('POST', `/orders/${o.id}/pay`, { paymentRef: 'twice' })));
     // The winner first: the other's answer is judged against it.
     for (const res of answers.sort((a, b) => Number(b.status === 200) - Number(a.status === 200))) applyPay(o, res);
   }
@@ -80,8 +83,8 @@ export class PayAndCancel extends OnOrder {
   async act(m: Model, r: Real) {
     const o = this.order(m);
     const [pay, cancel] = await Promise.all([
-      r.world.http.send('POST', `/orders/${o.id}/pay`, { paymentRef: 'race' }),
-      r.world.http.send('POST', `/orders/${o.id}/cancel`),
+      r.world.httpAs(o.client).send('POST', `/orders/${o.id}/pay`, { paymentRef: 'race' }),
+      r.world.httpAs(o.client).send('POST', `/orders/${o.id}/cancel`),
     ]);
     if (pay.status === 200 && cancel.status === 200) throw new Error(`pay and cancel of ${o.id} both answered 200`);
     // Apply the winner first: the loser's answer is judged against it.

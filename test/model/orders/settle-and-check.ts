@@ -1,7 +1,27 @@
 // The orders model suite's end of a run: waits for the run's orders and
-// notices to settle, reads them once and holds them to the rules.
+// notices to settle, reads them once and holds them to the rules, the rule
+// that no effect crosses clients first.
 import { type Real, problems, repeatExplained, settled } from '../runner.js';
-import { type Model, SETTLE_MS, type Seen } from './model.js';
+import { MODEL_CLIENTS } from '../world.js';
+import { type Model, type Order, SETTLE_MS, type Seen } from './model.js';
+
+/**
+ * What of order `o` (its row and notices) shows another client's effect: a
+ * row or a notice of another client than the one that created it, a
+ * customer's cancel when only the other client sent one, a PAID order only
+ * the other client paid.
+ */
+function crossed(o: Order, row: Seen['row'], notes: Seen['notes']): string[] {
+  const found: string[] = [];
+  const of = `order ${o.id} (of ${o.client})`;
+  if (row.client !== o.client) found.push(`${of}: its row is ${row.client}'s`);
+  for (const n of notes) if (n.client !== o.client) found.push(`${of}: notice ${n.id} is ${n.client}'s`);
+  if (o.foreign.cancel > 0 && !o.tried.cancel && row.cancelReason === 'CUSTOMER') {
+    found.push(`${of}: cancelled for the customer, yet only the other client sent a cancel (${o.foreign.cancel})`);
+  }
+  if (o.foreign.pay > 0 && !o.tried.pay && row.status === 'PAID') found.push(`${of}: PAID, yet only the other client sent a pay (${o.foreign.pay})`);
+  return found;
+}
 
 export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
   const ids = m.orders.map((o) => o.id);
@@ -17,7 +37,17 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
   const delivered = new Map<string, number>();
   for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
-  const counts = { orders: ids.length, paid: 0, cancelledByTimeout: 0, cancelledByCustomer: 0, delivered: 0, deliveredTwice: 0, purged: 0 };
+  const counts = {
+    orders: ids.length,
+    ofOtherClients: m.orders.filter((o) => o.client !== MODEL_CLIENTS[0]).length,
+    foreignPaysOrCancels: m.orders.filter((o) => o.foreign.pay + o.foreign.cancel > 0).length,
+    paid: 0,
+    cancelledByTimeout: 0,
+    cancelledByCustomer: 0,
+    delivered: 0,
+    deliveredTwice: 0,
+    purged: 0,
+  };
   for (const o of m.orders) {
     if (o.purged) {
       counts.purged++;
@@ -32,6 +62,11 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     const mine = seen ? seen.notes : notes.filter((n) => n.orderId === o.id);
     if (!row) {
       p.add(`order ${o.id} is gone`);
+      continue;
+    }
+    const crossing = crossed(o, row, mine);
+    if (crossing.length) {
+      crossing.forEach(p.add);
       continue;
     }
     if (o.paid) {
