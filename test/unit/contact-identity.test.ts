@@ -4,7 +4,7 @@
 // of two, a sentence or markup passed as a contact).
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/core/errors.js';
-import { checkedContact, contactIdentity, mailboxOf, phoneNumberOf } from '../../src/modules/appointments/appointments.contact.js';
+import { checkedContact, contactIdentity, mailboxOf, phoneNumberOf } from '../../src/core/contact.js';
 
 describe('phoneNumberOf', () => {
   it('reads every spelling of one number as its E.164 form', () => {

@@ -18,7 +18,7 @@ import type { Queue, ScheduleInput } from '../../queue/index.js';
 import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
 import { rowJobId } from '../../core/row-job-id.js';
-import { type Channel, checkedContact, contactIdentity } from './appointments.contact.js';
+import { type Channel, checkedContact, contactIdentity } from '../../core/contact.js';
 
 export const REMIND_JOB = 'appointment.remind';
 /** Bookings sharing one INSERT and one schedule call at most. */

@@ -21,7 +21,12 @@ export type ParcelsModuleConfig = QueueConfig &
   RetentionConfig &
   Pick<
     Config,
-    'PARCEL_BATCH_SIZE' | 'PARCEL_MAX_WAIT_SECONDS' | 'PARCEL_RECONCILE_INTERVAL_SECONDS' | 'PARCEL_RECONCILE_GRACE_SECONDS' | 'WORKER_IDLE_RECHECK_MS'
+    | 'PARCEL_BATCH_SIZE'
+    | 'PARCEL_MAX_WAIT_SECONDS'
+    | 'PARCEL_RECONCILE_INTERVAL_SECONDS'
+    | 'PARCEL_RECONCILE_GRACE_SECONDS'
+    | 'WORKER_IDLE_RECHECK_MS'
+    | 'PHONE_DEFAULT_REGION'
   >;
 
 export function createParcelsModule(deps: {
@@ -53,7 +58,14 @@ export function createParcelsModule(deps: {
     [retentionJobType(PARCELS_QUEUE)]: PERIODIC_JOB_OPTIONS,
   });
   const serviceOn = (db: Db) =>
-    createParcelsService({ repo: createParcelsRepository(db), batcher, dispatch: deps.dispatch, log, onBatch: deps.onBatch ?? (() => {}) });
+    createParcelsService({
+      repo: createParcelsRepository(db),
+      batcher,
+      dispatch: deps.dispatch,
+      log,
+      onBatch: deps.onBatch ?? (() => {}),
+      phoneRegion: config.PHONE_DEFAULT_REGION,
+    });
   const service = serviceOn(deps.db);
   const flushService = deps.flushDb ? serviceOn(deps.flushDb) : service;
   const repo = createParcelsRepository(deps.db);

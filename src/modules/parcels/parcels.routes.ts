@@ -56,6 +56,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         params: { code },
         body: putAreaSchema,
         responses: { 200: { description: 'the area', schema: areaJsonSchema } },
+        errors: [{ status: 422, code: 'INVALID_CONTACT' }],
         handle: async ({ params, body, client }, res) => {
           const a = await service.putArea(client, params.code, body.vehiclePlate, body.sorterContact);
           res.json({ code: a.code, vehiclePlate: a.vehiclePlate, sorterContact: a.sorterContact });

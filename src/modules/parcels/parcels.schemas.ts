@@ -9,7 +9,10 @@ export const areaCodeSchema = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'an area
 
 export const putAreaSchema = z.strictObject({
   vehiclePlate: plainText(1, 16).trim(),
-  sorterContact: plainText(3, 254).trim(),
+  sorterContact: plainText(3, 254).trim().meta({
+    description:
+      'one address (name@domain) or one phone number (international, or national with PHONE_DEFAULT_REGION), stored as E.164; else 422 INVALID_CONTACT',
+  }),
 });
 
 // Printable, no spaces at the ends: tracking numbers are printed on labels.

@@ -5,6 +5,8 @@
 // client's areas, parcels and batches: another client's are as absent as
 // unknown ones, and its area codes and tracking numbers are its own.
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
+import type { CountryCode } from 'libphonenumber-js';
+import { checkedAnyContact } from '../../core/contact.js';
 import { AppError } from '../../core/errors.js';
 import { gatherOrEach } from '../../core/gather.js';
 import { redisCall } from '../../core/redis-call.js';
@@ -27,7 +29,9 @@ const INTAKE_TRIES = 3;
 /** A parcel's key: a client id holds no '/', so the first one ends it. */
 const parcelKey = (client: string, trackingNo: string) => `${client}/${trackingNo}`;
 
-export function createParcelsService(d: BatchDeps) {
+export function createParcelsService(
+  d: BatchDeps & { /** Region of sorter numbers given without a country code (PHONE_DEFAULT_REGION). */ phoneRegion?: CountryCode | undefined },
+) {
   const { repo, batcher, log } = d;
   const { commit, commitFull, restore } = createBatchCommits(d);
   // Concurrent single intakes (of any clients) share one INSERT; a client's
@@ -73,8 +77,9 @@ export function createParcelsService(d: BatchDeps) {
 
   return {
     /** Creates or updates the client's area `code` (another client's of the same code is another area). */
+    /** Creates or updates the client's area; its sorters' contact is one mailbox or one phone number (422 INVALID_CONTACT else). */
     async putArea(client: string, code: string, vehiclePlate: string, sorterContact: string) {
-      return repo.upsertArea(client, code, vehiclePlate, sorterContact);
+      return repo.upsertArea(client, code, vehiclePlate, checkedAnyContact(sorterContact, 'sorterContact', d.phoneRegion));
     },
 
     async getArea(client: string, code: string) {

@@ -150,6 +150,20 @@ describe('batching', () => {
   });
 });
 
+describe("an area's sorter contact", () => {
+  it('is one mailbox or one phone number, a number kept in E.164', async () => {
+    const phone = await api().put('/areas/by-phone').send({ vehiclePlate: 'P1', sorterContact: '+44 7911 123456' });
+    expect(phone.status).toBe(200);
+    expect(phone.body.sorterContact).toBe('+447911123456');
+    const mail = await api().put('/areas/by-mail').send({ vehiclePlate: 'P2', sorterContact: 'depot@example.com' });
+    expect(mail.body.sorterContact).toBe('depot@example.com');
+    const refused = await api().put('/areas/by-phone').send({ vehiclePlate: 'P1', sorterContact: 'call the depot' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'sorterContact' })]);
+    expect((await api().get('/areas/by-phone')).body.sorterContact).toBe('+447911123456');
+  });
+});
+
 describe('bad input: 4xx problem+json, nothing written', () => {
   const cases: [string, () => Test, number, string][] = [
     ['area code with a colon', () => api().put('/areas/a:b').send({ vehiclePlate: 'X1', sorterContact: 'abc' }), 400, 'INVALID_AREA_CODE'],
@@ -175,6 +189,14 @@ describe('bad input: 4xx problem+json, nothing written', () => {
     ],
     ['no plate', () => api().put('/areas/ok').send({ sorterContact: 'abc' }), 400, 'VALIDATION_FAILED'],
     ['NUL in a contact', () => api().put('/areas/ok').send({ vehiclePlate: 'X1', sorterContact: 'a\u0000bc' }), 400, 'VALIDATION_FAILED'],
+    ['a sorter contact that is no contact', () => api().put('/areas/ok').send({ vehiclePlate: 'X1', sorterContact: 'the sorters' }), 422, 'INVALID_CONTACT'],
+    ['two sorter contacts', () => api().put('/areas/ok').send({ vehiclePlate: 'X1', sorterContact: 'a@example.com, b@example.com' }), 422, 'INVALID_CONTACT'],
+    [
+      'markup as a sorter contact',
+      () => api().put('/areas/ok').send({ vehiclePlate: 'X1', sorterContact: '"><img src=x onerror=alert(1)>' }),
+      422,
+      'INVALID_CONTACT',
+    ],
     ['unknown area', () => api().post('/parcels').send({ trackingNo: 'T-unknown', area: 'nowhere' }), 422, 'UNKNOWN_AREA'],
     ['bad area in a parcel', () => api().post('/parcels').send({ trackingNo: 'T-bad', area: 'a:b' }), 400, 'VALIDATION_FAILED'],
     [

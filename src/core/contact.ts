@@ -1,10 +1,11 @@
-// What an appointment's contact may be, and who it reaches. An SMS contact is
-// one valid phone number, kept in E.164; an e-mail contact is one mailbox (an
+// What a contact may be, and who it reaches: an appointment's (by its
+// channel) and an area's sorters' (either kind). An SMS contact is one valid
+// phone number, kept in E.164; an e-mail contact is one mailbox (an
 // addr-spec). Anything else, a list, a name with the address, a sentence, is
 // refused, and so cannot reach a gateway that reads more into it than we did.
 import { type CountryCode, parsePhoneNumberFromString } from 'libphonenumber-js';
 import { z } from 'zod';
-import { AppError } from '../../core/errors.js';
+import { AppError } from './errors.js';
 
 export type Channel = 'sms' | 'email';
 
@@ -57,6 +58,17 @@ export function checkedContact(channel: Channel, raw: string, defaultRegion?: Co
       ? `an sms contact is one phone number, international (+ and country code)${defaultRegion ? ` or national in ${defaultRegion}` : ''}`
       : 'an email contact is one address, name@domain: no display name, list, quotes or comments';
   throw new AppError('INVALID_CONTACT', 422, message, [{ path: 'contact', message }]);
+}
+
+/**
+ * A contact of either kind (an area's sorters: a mailbox or a phone number),
+ * stored as checkedContact stores it. Refused with 422 INVALID_CONTACT naming `field`.
+ */
+export function checkedAnyContact(raw: string, field: string, defaultRegion?: CountryCode): string {
+  const contact = mailboxOf(raw) ?? phoneNumberOf(raw, defaultRegion);
+  if (contact !== null) return contact;
+  const message = `a contact is one address, name@domain, or one phone number, international (+ and country code)${defaultRegion ? ` or national in ${defaultRegion}` : ''}`;
+  throw new AppError('INVALID_CONTACT', 422, message, [{ path: field, message }]);
 }
 
 /** Mail providers that ignore dots in the local part, and the domain they all answer as. */
