@@ -8,7 +8,7 @@ import { COLOURS, drawLateness, formatMs } from './chart.js';
 /**
  * @typedef {{ queue: string, shard: number | 'all', pending: number, dueNow: number, inFlight: number, dead: number, nextDueAt: number | null, oldestDueLagMs: number }} Stats
  * @typedef {{ id: string, type: string, attempts: number, diedAt: string | null, lastError: string | null }} Job
- * @typedef {{ id: string, area: string, vehiclePlate: string, reason: string, parcels: number, createdAt: string }} Batch
+ * @typedef {{ id: string, client: string, area: string, vehiclePlate: string, reason: string, parcels: number, createdAt: string }} Batch
  * @typedef {import('./chart.js').Series} Series
  * @typedef {import('./chart.js').Stat} Stat
  */
@@ -131,6 +131,7 @@ async function renderBatches() {
     const tr = cell('tr', '', { batchId: b.id });
     tr.append(
       cell('td', new Date(b.createdAt).toLocaleTimeString()),
+      cell('td', b.client),
       cell('td', b.area),
       cell('td', b.vehiclePlate),
       cell('td', b.reason),
