@@ -77,6 +77,11 @@ describe('embedded database', { timeout: 180_000 }, () => {
     expect(listed.output).toContain('"name":"development"');
     expect(listed.output).not.toContain('ots_');
     expect(keysCli(['create', '--name', 'x', '--scopes', 'orders:everything']).status).toBe(2);
+    const other = keysCli(['create', '--name', 'other-shop', '--scopes', 'orders:read', '--client', 'shop-b']);
+    expect(other.output).toContain('"client": "shop-b"');
+    const ofShop = keysCli(['list', '--client', 'shop-b']);
+    expect(ofShop.output.trim().split('\n')).toEqual([expect.stringContaining('"name":"other-shop","client":"shop-b"')]);
+    expect(keysCli(['create', '--name', 'x', '--scopes', 'orders:read', '--client', 'a b']).status).toBe(2);
 
     const second = await startMain(port);
     expect(second.up, second.output()).toBe(true);

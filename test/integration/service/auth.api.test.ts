@@ -168,7 +168,7 @@ describe('the operators’ API keys', () => {
       .send({ name: 'checkout', scopes: ['orders:write', 'orders:read', 'orders:read'] });
     expect(made.status).toBe(201);
     expect(made.headers['cache-control']).toBe('no-store');
-    expect(made.body).toMatchObject({ name: 'checkout', scopes: ['orders:write', 'orders:read'] });
+    expect(made.body).toMatchObject({ name: 'checkout', client: 'default', scopes: ['orders:write', 'orders:read'] });
     expect(made.body.key).toMatch(KEY_PATTERN);
     expect(made.body.key.replace(/_/g, '')).toContain(made.body.id.replaceAll('-', ''));
 
@@ -196,6 +196,22 @@ describe('the operators’ API keys', () => {
     expect((await admin().delete('/admin/api-keys/nope').set(bearer(TOKEN))).body.code).toBe('INVALID_API_KEY_ID');
   });
 
+  it('belong to the client they are made for; the list shows one client with ?client=', async () => {
+    const shop = `shop-${randomBytes(3).toString('hex')}`;
+    const made = await admin()
+      .post('/admin/api-keys')
+      .set(bearer(TOKEN))
+      .send({ name: 'till', scopes: ['orders:read'], client: shop });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ name: 'till', client: shop });
+    const mine = await admin().get(`/admin/api-keys?client=${shop}`).set(bearer(TOKEN));
+    expect(mine.body.keys.map((k: { id: string; client: string }) => [k.id, k.client])).toEqual([[made.body.id, shop]]);
+    const all = await admin().get('/admin/api-keys').set(bearer(TOKEN));
+    expect(all.body.keys.length).toBeGreaterThan(1);
+    expect(new Set(all.body.keys.map((k: { client: string }) => k.client))).toContain('default');
+    expect((await admin().get('/admin/api-keys?client=no%20such').set(bearer(TOKEN))).status).toBe(400);
+  });
+
   it('refuses a bad key request with 400 and makes nothing', async () => {
     const before = await written();
     for (const body of [
@@ -206,6 +222,9 @@ describe('the operators’ API keys', () => {
       { name: 'x', scopes: ['orders:everything'] },
       { name: 'x', scopes: 'orders:read' },
       { name: 'x', scopes: ['orders:read'], key: 'ots_mine' },
+      { name: 'x', scopes: ['orders:read'], client: '' },
+      { name: 'x', scopes: ['orders:read'], client: 'a/b' },
+      { name: 'x', scopes: ['orders:read'], client: 'x'.repeat(65) },
     ]) {
       const res = await admin().post('/admin/api-keys').set(bearer(TOKEN)).send(body);
       expect(res.status, JSON.stringify(body)).toBe(400);
