@@ -96,7 +96,8 @@ const schema = z.object({
   // it the address gets 429 TOO_MANY_AUTH_FAILURES and no key lookup.
   AUTH_FAILURES_PER_MINUTE: int(1, 100_000).default(30),
   // Reminders one contact (phone or address) may be booked or moved into an
-  // hour, whichever client asks: a leaked key cannot make us a spam relay.
+  // hour by one client: a leaked key cannot make us a spam relay (each client
+  // has its own count, so none can use up or read another's).
   // Over it: 429 CONTACT_RATE_LIMITED.
   REMINDERS_PER_CONTACT_PER_HOUR: int(1, 100_000).default(10),
   // Distinct contacts one client may book or move reminders to within an hour

@@ -44,6 +44,8 @@ export const liveSql = (n: Prisma.Sql): Prisma.Sql => Prisma.sql`(${n}.status <>
 
 export type NotificationRow = {
   id: string;
+  /** The client (tenant) of its subject: receivers shared by several clients route on it. */
+  client: string;
   kind: string;
   status: NotificationStatus;
   orderId: string | null;
@@ -59,7 +61,7 @@ export type NotificationRow = {
 };
 
 /** The columns of a NotificationRow, for the statements that answer rows. */
-export const ROW_COLUMNS = Prisma.sql`id, kind::text AS kind, status::text AS status, order_id AS "orderId",
+export const ROW_COLUMNS = Prisma.sql`id, client, kind::text AS kind, status::text AS status, order_id AS "orderId",
   appointment_id AS "appointmentId", batch_id AS "batchId", channel::text AS channel, recipient, payload, attempts,
   last_error AS "lastError", created_at AS "createdAt", sent_at AS "sentAt"`;
 

@@ -247,7 +247,8 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
           reports: reports.map(({ figures: { clients, ...all }, ...r }) => ({
             ...r,
             generatedAt: r.generatedAt.toISOString(),
-            figures: query.client === undefined ? all : clients ? (clients[query.client] ?? NO_FIGURES) : null,
+            // An own property only: a client id may spell a name every object inherits (constructor, toString).
+            figures: query.client === undefined ? all : clients ? (Object.hasOwn(clients, query.client) ? clients[query.client] : NO_FIGURES) : null,
           })),
         });
       },

@@ -345,7 +345,7 @@ describe('abuse limits', () => {
     expect((await read(quiet.key)).status).toBe(404);
   });
 
-  it('a contact gets at most its hourly number of reminders booked or moved, whoever asks', async () => {
+  it("a contact gets at most its hourly number of reminders booked or moved by one client, whichever of its keys asks; another client's count is its own", async () => {
     const contact = `limit-${randomBytes(3).toString('hex')}@example.com`;
     const one = await makeApiKey(tdb.url, ['appointments:write'], 'booking one');
     const two = await makeApiKey(tdb.url, ['appointments:write'], 'booking two');
@@ -364,6 +364,9 @@ describe('abuse limits', () => {
       .send({ startsAt: new Date(Date.now() + 7_200_000).toISOString() });
     expect(move.status).toBe(429);
     expect(await rows()).toEqual(before);
+    // Another client reminding the same person has its own count (none can use up, or read, another's).
+    const elsewhere = await makeApiKey(tdb.url, ['appointments:write'], 'another clinic', 'another-clinic');
+    expect((await book(elsewhere.key)).status).toBe(201);
     // Another contact is not held back.
     const other = await request(limited.url)
       .post('/appointments')
