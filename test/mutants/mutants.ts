@@ -140,7 +140,8 @@ export const MUTANTS: readonly Mutant[] = [
     find: `WHERE id = \${id}::uuid AND status = 'SENDING'`,
     replace: `WHERE id = \${id}::uuid`,
     model: ['notifications'],
-    integration: ['notifications.faults', 'notifications.truth'],
+    // A delivery frozen past its call's staleness records its failed call after a later one delivered the row.
+    integration: ['notifications.guards'],
     required: false,
   },
   {
@@ -150,7 +151,8 @@ export const MUTANTS: readonly Mutant[] = [
     find: `WHERE id = \${id}::uuid AND withdrawn_at IS NOT NULL AND`,
     replace: `WHERE id = \${id}::uuid AND`,
     model: ['appointments'],
-    integration: ['notifications.takeback', 'appointments.withdraw'],
+    // The slot held again between the claim that found the row withdrawn and its end (the take-back holds the row's lock).
+    integration: ['notifications.guards'],
     required: false,
   },
   {
@@ -170,7 +172,8 @@ export const MUTANTS: readonly Mutant[] = [
     find: `WHEN notifications.refused THEN 'FAILED' ELSE 'PENDING' END`,
     replace: `ELSE 'PENDING' END`,
     model: ['appointments'],
-    integration: ['notifications.takeback', 'appointments.withdraw'],
+    // Refused during a call its slot was left in (CANCELLED, refused), then the slot held again.
+    integration: ['notifications.guards', 'notifications.redrive'],
     required: false,
   },
   {
@@ -190,7 +193,9 @@ export const MUTANTS: readonly Mutant[] = [
     find: 'WHERE id = ANY(${ids}::uuid[]) AND withdrawn_at IS NULL',
     replace: 'WHERE id = ANY(${ids}::uuid[])',
     model: ['appointments'],
-    integration: ['notifications.truth', 'appointments.withdraw'],
+    // Not equivalent: the withdrawal leaves a SENDING row and a refused FAILED one withdrawn but claimable (a
+    // dead worker's stale SENDING row, a redriven FAILED one), and the guard alone keeps their call from starting.
+    integration: ['notifications.guards', 'notifications.faults'],
     required: false,
   },
   {
@@ -232,6 +237,68 @@ export const MUTANTS: readonly Mutant[] = [
     replace: 'WHERE o.id = ${id}::uuid',
     model: ['orders'],
     integration: ['clients.walk'],
+    required: false,
+  },
+  {
+    id: 'T4',
+    rule: "another client's cancel changes nothing: the appointment's cancel holds the caller's client",
+    file: 'src/modules/appointments/sql/change-slot.ts',
+    find: `SET status = 'CANCELLED', cancelled_at = now(), updated_at = now()
+       WHERE id = \${id}::uuid AND client = \${client} AND status = 'BOOKED'`,
+    replace: `SET status = 'CANCELLED', cancelled_at = now(), updated_at = now()
+       WHERE id = \${id}::uuid AND status = 'BOOKED'`,
+    model: ['appointments'],
+    integration: ['appointments.clients', 'clients.walk'],
+    required: false,
+  },
+  {
+    id: 'T5',
+    rule: "another client's appointment is answered as an unknown one: the read by id holds the caller's client",
+    file: 'src/modules/appointments/sql/reads.ts',
+    find: 'FROM appointments WHERE id = ${id}::uuid AND client = ${client}`',
+    replace: 'FROM appointments WHERE id = ${id}::uuid`',
+    model: ['appointments'],
+    integration: ['appointments.clients', 'clients.walk'],
+    required: false,
+  },
+  {
+    id: 'T6',
+    rule: "another client's subject lists no notifications: the list holds the caller's client",
+    file: 'src/modules/notifications/notifications.repository.ts',
+    find: 'where: { ...filter, client }',
+    replace: 'where: { ...filter }',
+    model: ['appointments', 'notifications'],
+    integration: ['appointments.clients', 'clients.walk'],
+    required: false,
+  },
+  {
+    id: 'T7',
+    rule: "one client's parcels never fill another's batch: an area's Redis group names its client",
+    file: 'src/modules/parcels/parcels.groups.ts',
+    find: 'return area.client === DEFAULT_CLIENT ? area.code : `${area.client}/${area.code}`;',
+    replace: 'return area.code;',
+    model: ['parcels'],
+    integration: ['parcels.clients'],
+    required: false,
+  },
+  {
+    id: 'T8',
+    rule: "a batch holds its own client's parcels only: the commit attaches a parcel by (client, tracking number)",
+    file: 'src/modules/parcels/sql/commit-batches.ts',
+    find: 'AND parcels.client = j.client AND parcels.tracking_no = j.tracking_no AND j.ok',
+    replace: 'AND parcels.tracking_no = j.tracking_no AND j.ok',
+    model: ['parcels'],
+    integration: ['parcels.clients'],
+    required: false,
+  },
+  {
+    id: 'T9',
+    rule: "a batch's notice goes to its own client's sorter: the notice joins its area by (client, code)",
+    file: 'src/modules/parcels/sql/commit-batches.ts',
+    find: 'b JOIN areas a ON a.client = b.client AND a.code = b.area_code',
+    replace: 'b JOIN areas a ON a.code = b.area_code',
+    model: ['parcels'],
+    integration: ['parcels.clients'],
     required: false,
   },
 ];

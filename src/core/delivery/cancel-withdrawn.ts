@@ -7,7 +7,9 @@
 // delivery's again) and not settled (PENDING, FAILED or SENDING). A row left
 // SENDING by a delivery that died mid-call: whether that call got through is
 // unknown; it is not made again (a reminder must not reach a customer who gave
-// up the slot), and last_error says so. Lock order: the one row.
+// up the slot), and last_error says so. An operator's redrive that brought the
+// delivery here is spent with it (left set, retention would keep the row for
+// ever as still to deliver). Lock order: the one row.
 // Returns whether the row was ended here.
 import type { Db } from '../db.js';
 
@@ -15,6 +17,7 @@ export async function cancelWithdrawn(db: Db, id: string): Promise<boolean> {
   const n = await db.$executeRaw`
     UPDATE notifications
        SET status = 'CANCELLED',
+           redrive_requested = false,
            last_error = CASE WHEN status = 'SENDING' THEN 'withdrawn; the outcome of a call interrupted before it was recorded is unknown'
                              ELSE last_error END
      WHERE id = ${id}::uuid AND withdrawn_at IS NOT NULL AND status IN ('PENDING', 'FAILED', 'SENDING')`;
