@@ -1,11 +1,21 @@
-// Model-based suite of appointments and their reminders: random bookings
-// whose remind times fall just before, at or after now, moves to new slots
-// and back to earlier ones, cancellations, a move raced against a cancel,
-// two moves at once, a move or cancel while a reminder's call runs (and a
-// move straight back), repeated bookings under their Idempotency-Key, reads,
-// time steps around the remind times, receiver behaviours and faults. The model keeps, per slot
-// (appointment and start), when the appointment held it and the remind time
-// it had then. The rules checked:
+// Model-based suite of appointments and their reminders: random bookings by
+// either of two clients whose remind times fall just before, at or after now,
+// moves to new slots and back to earlier ones, cancellations, a move raced
+// against a cancel, two moves at once, a move or cancel while a reminder's
+// call runs (and a move straight back), repeated bookings under their
+// Idempotency-Key, reads, the other client reading, moving and cancelling an
+// appointment, listing its notifications and booking under its
+// Idempotency-Key value, time steps around the remind times, receiver
+// behaviours and faults. The model keeps, per slot (appointment and start),
+// when the appointment held it and the remind time it had then. The rules
+// checked:
+// - no effect crosses clients: another client's read, move and cancel are
+//   answered at once exactly as for an unknown id (404
+//   APPOINTMENT_NOT_FOUND), its list of the appointment's notifications is
+//   empty as an unknown id's, and nothing changes; its booking under the same
+//   key value is an appointment of its own; once settled, each appointment
+//   and each of its reminders are its booker's, and its status and slot are
+//   those its own client's answered requests left;
 // - every answer agrees with the model at once (a move of a cancelled
 //   appointment is refused, a repeated booking answers the same one, a read
 //   shows at most one reminder per slot);
@@ -28,8 +38,9 @@ import type { Model } from './appointments/model.js';
 import { Cancel, Move, MoveAndCancel } from './appointments/move-cancel.steps.js';
 import { Read } from './appointments/read.step.js';
 import { settleAndCheck } from './appointments/settle-and-check.js';
+import { ForeignCancel, ForeignMove, ForeignNotifications, ForeignRead, ForeignRepeatBook } from './appointments/cross-client.steps.js';
 import { type Step, runSuite } from './runner.js';
-import { RECEIVER_KINDS, type World, startWorld } from './world.js';
+import { MODEL_CLIENTS, type ModelClient, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 let world: World;
 beforeAll(async () => {
@@ -40,9 +51,13 @@ afterAll(async () => {
 });
 
 const offset = fc.integer({ min: -1_000, max: 2_500 });
+const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
-  { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset).map(([l, o]) => new Book(l, o)) },
-  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), offset).map(([n, l, o]) => new BookMany(n, l, o)) },
+  { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset, client).map(([l, o, c]) => new Book(l, o, c)) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), offset, client).map(([n, l, o, c]) => new BookMany(n, l, o, c)),
+  },
   { weight: 1, arbitrary: fc.nat().map((i) => new RepeatBook(i)) },
   { weight: 3, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new Move(i, null, o)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, b]) => new Move(i, b, 0)) },
@@ -54,10 +69,23 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .tuple(fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang', 'reject'), fc.constantFrom<Then>('back', 'back', 'away', 'cancel'), offset)
-      .map(([k, t, o]) => new DuringCall(k, t, o)),
+      .tuple(
+        fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang', 'reject'),
+        fc.constantFrom<Then>('back', 'back', 'away', 'cancel'),
+        offset,
+        client,
+      )
+      .map(([k, t, o, c]) => new DuringCall(k, t, o, c)),
   },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },
+  // The other client's hand on an appointment, most often one of the latest
+  // (still BOOKED, its reminder still to come: where a missing client
+  // condition would move or cancel it).
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignRead(i, recent)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignMove(i, recent)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignCancel(i, recent)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new ForeignNotifications(i)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new ForeignRepeatBook(i)) },
 );
 
 describe('appointments and reminders, model-based', () => {

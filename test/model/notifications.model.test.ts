@@ -1,11 +1,13 @@
-// Model-based suite of notification delivery: notifications are made by
-// customer cancellations of orders and by reminders due at once, while the
-// receiver answers at random (ok, fails, slow within the timeout, slow past
-// it, hangs, refuses as malformed) and faults strike; an operator redrives
-// refused ones (one at a time, and one job twice at once), and runs a
-// notification's delivery job now while its call runs (two deliveries of one
-// row at once). The rules checked, against what the receiver logged:
-// - each business event has exactly one notification;
+// Model-based suite of notification delivery: notifications are made, by
+// either of two clients, by customer cancellations of orders and by reminders
+// due at once, while the receiver answers at random (ok, fails, slow within
+// the timeout, slow past it, hangs, refuses as malformed) and faults strike;
+// an operator redrives refused ones (one at a time, and one job twice at
+// once), and runs a notification's delivery job now while its call runs (two
+// deliveries of one row at once); the other client lists a subject's
+// notifications. The rules checked, against what the receiver logged:
+// - each business event has exactly one notification, of its subject's
+//   client (as the subject is); the other client lists none of them;
 // - the record tells the truth: SENT exactly when the receiver took it
 //   (answered a success the caller got), FAILED only when its last answer
 //   refused it as malformed and it never went through;
@@ -16,9 +18,20 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
-import { CancelOrder, type Model, Redrive, RedriveTwice, RemindNow, RunNowDuringCall, SlowBodyNotice, subjectsOf } from './notifications/steps.js';
+import {
+  CancelOrder,
+  type Event,
+  ForeignList,
+  type Model,
+  Redrive,
+  RedriveTwice,
+  RemindNow,
+  RunNowDuringCall,
+  SlowBodyNotice,
+  subjectsOf,
+} from './notifications/steps.js';
 import { type Real, SETTLE_MS, type Step, cutOffBy, excuse, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
-import { MODEL_ADMIN_TOKEN, RECEIVER_KINDS, type World, startWorld } from './world.js';
+import { MODEL_ADMIN_TOKEN, MODEL_CLIENTS, type ModelClient, RECEIVER_KINDS, type World, startWorld } from './world.js';
 
 let world: World;
 beforeAll(async () => {
@@ -28,15 +41,18 @@ afterAll(async () => {
   await world?.close();
 });
 
+const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
-  { weight: 3, arbitrary: fc.constant(new CancelOrder()) },
-  { weight: 3, arbitrary: fc.constant(new RemindNow()) },
+  { weight: 3, arbitrary: client.map((c) => new CancelOrder(c)) },
+  { weight: 3, arbitrary: client.map((c) => new RemindNow(c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Redrive(i)) },
   // Aimed at what random steps seldom meet: two deliveries of one row at once,
   // a fast success with a slow body, two redrives at once.
-  { weight: 1, arbitrary: fc.constant(new RunNowDuringCall()) },
-  { weight: 1, arbitrary: fc.constant(new SlowBodyNotice()) },
+  { weight: 1, arbitrary: client.map((c) => new RunNowDuringCall(c)) },
+  { weight: 1, arbitrary: client.map((c) => new SlowBodyNotice(c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new RedriveTwice(i)) },
+  // The other client's view of a subject: where a missing client filter would show its rows.
+  { weight: 2, arbitrary: fc.nat().map((i) => new ForeignList(i)) },
   // The receiver's answers are this suite's subject: they change often.
   { weight: 3, arbitrary: receivers<Model>(RECEIVER_KINDS) },
 );
@@ -50,10 +66,26 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
   const rows = await db.notification.findMany({ where: subjectsOf(m) });
   const p = problems();
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms: ${JSON.stringify(rows.map((n) => n.status))}`);
-  const counts = { notifications: rows.length, sent: 0, failed: 0, refusals: 0, redriven: m.redrives.length, deliveredTwice: 0 };
+  const counts = {
+    notifications: rows.length,
+    ofOtherClients: rows.filter((n) => n.client !== MODEL_CLIENTS[0]).length,
+    sent: 0,
+    failed: 0,
+    refusals: 0,
+    redriven: m.redrives.length,
+    deliveredTwice: 0,
+  };
+  // Each subject's client, as its row records it.
+  const subjects = new Map<string, string>();
+  const ids = (kind: Event['kind']) => m.events.filter((e) => e.kind === kind).map((e) => e.subject);
+  for (const o of await db.order.findMany({ where: { id: { in: ids('order') } }, select: { id: true, client: true } })) subjects.set(o.id, o.client);
+  for (const a of await db.appointment.findMany({ where: { id: { in: ids('reminder') } }, select: { id: true, client: true } })) subjects.set(a.id, a.client);
   for (const e of m.events) {
     const mine = rows.filter((n) => (e.kind === 'order' ? n.orderId : n.appointmentId) === e.subject);
     if (mine.length !== 1) p.add(`${e.kind} ${e.subject}: ${mine.length} notifications`);
+    const of = `${e.kind} ${e.subject} (of ${e.client})`;
+    if (subjects.get(e.subject) !== e.client) p.add(`${of}: its row is ${String(subjects.get(e.subject))}'s`);
+    for (const n of mine) if (n.client !== e.client) p.add(`${of}: notification ${n.id} is ${n.client}'s`);
   }
   for (const n of rows) {
     const calls = r.world.webhook.calls.filter((c) => c.body.id === n.id);

@@ -32,5 +32,14 @@ export function outcomeUnknown(n: Row, calls: readonly { at: number }[], spans: 
   return calls.some((c) => cutOff(c.at));
 }
 
-export type Row = { id: string; appointmentId: string | null; payload: unknown; status: string; lastError: string | null; attempts: number; createdAt: Date };
+export type Row = {
+  id: string;
+  client: string;
+  appointmentId: string | null;
+  payload: unknown;
+  status: string;
+  lastError: string | null;
+  attempts: number;
+  createdAt: Date;
+};
 export const slotOf = (n: Row) => (n.payload as { startsAt: string }).startsAt;

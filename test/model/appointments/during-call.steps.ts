@@ -1,6 +1,6 @@
 // The appointments model suite's aimed steps: moves that meet a reminder's
 // call, which random moves seldom do (a call lasts a few hundred ms at most).
-import type { ReceiverKind } from '../world.js';
+import type { ModelClient, ReceiverKind } from '../world.js';
 import { type Real, Step } from '../runner.js';
 import { OnAppt, book } from './book.steps.js';
 import { type Model, fail, startAt } from './model.js';
@@ -30,12 +30,13 @@ export class DuringCall extends Step<Model> {
     readonly receiver: CallReceiver,
     readonly then: Then,
     readonly awayOffsetMs: number,
+    readonly as: ModelClient,
   ) {
     super();
   }
   async act(m: Model, r: Real) {
     r.world.receiver(this.receiver);
-    const a = await book(m, r, LEAD_S, START_IN_MS - LEAD_S * 1_000);
+    const a = await book(m, r, this.as, LEAD_S, START_IN_MS - LEAD_S * 1_000);
     if (!a) return;
     const home = a.current;
     const end = Date.now() + LOOK_MS;
@@ -45,16 +46,16 @@ export class DuringCall extends Step<Model> {
       if (Date.now() > end) return;
       await new Promise((res) => setTimeout(res, 10));
     }
-    if (this.then === 'cancel') return applyCancel(a, await r.world.http.send('POST', `/appointments/${a.id}/cancel`));
+    if (this.then === 'cancel') return applyCancel(a, await r.world.httpAs(a.client).send('POST', `/appointments/${a.id}/cancel`));
     const away = startAt(a.leadMs, this.awayOffsetMs);
-    applyMove(a, away, await r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: away }));
+    applyMove(a, away, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: away }));
     if (this.then === 'away') return;
-    const back = await r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: home });
+    const back = await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: home });
     if (back.status !== 200) fail(`move of ${a.id} back to ${home}`, back);
     applyMove(a, home, back);
   }
   toString() {
-    return `DuringCall(${this.receiver}, ${this.then}${this.then === 'cancel' ? '' : `, away to remind in ${this.awayOffsetMs} ms`})`;
+    return `DuringCall(${this.receiver}, ${this.then}${this.then === 'cancel' ? '' : `, away to remind in ${this.awayOffsetMs} ms`}, ${this.as})`;
   }
 }
 
@@ -69,13 +70,13 @@ export class MoveTwice extends OnAppt {
   async act(m: Model, r: Real) {
     const a = this.appt(m);
     const to = this.offsetsMs.map((o) => startAt(a.leadMs, o));
-    const answers = await Promise.all(to.map((startsAt) => r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt })));
+    const answers = await Promise.all(to.map((startsAt) => r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt })));
     if (answers.some((res) => res.status !== 200) || to[0] === to[1]) {
       // Refused only as cancelled, or one slot twice: each answer is judged as a move alone.
       answers.forEach((res, i) => applyMove(a, to[i] as string, res));
       return;
     }
-    const now = await r.world.http.send('GET', `/appointments/${a.id}`);
+    const now = await r.world.httpAs(a.client).send('GET', `/appointments/${a.id}`);
     const last = to.indexOf(String(now.body.startsAt));
     if (now.status !== 200 || last === -1) fail(`get ${a.id} after two moves at once to ${to.join(', ')}`, now);
     const first = 1 - last;

@@ -1,6 +1,7 @@
-// The appointments model suite's moving and cancelling steps: moves to a new
-// slot or back to an earlier one, cancels, and a move raced against a cancel,
-// each answer applied to the model's slots (applyMove, applyCancel).
+// The appointments model suite's moving and cancelling steps, each by the
+// appointment's own client: moves to a new slot or back to an earlier one,
+// cancels, and a move raced against a cancel, each answer applied to the
+// model's slots (applyMove, applyCancel).
 import type { Reply } from '../../chaos/drivers/http.js';
 import type { Real } from '../runner.js';
 import { OnAppt } from './book.steps.js';
@@ -52,7 +53,7 @@ export class Move extends OnAppt {
   async act(m: Model, r: Real) {
     const a = this.appt(m);
     const to = target(a, this.back, this.offsetMs);
-    applyMove(a, to, await r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: to }));
+    applyMove(a, to, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: to }));
   }
   toString() {
     return this.back === null ? `Move(${this.pick}, remind in ${this.offsetMs} ms)` : `MoveBack(${this.pick}, ${this.back})`;
@@ -62,7 +63,7 @@ export class Move extends OnAppt {
 export class Cancel extends OnAppt {
   async act(m: Model, r: Real) {
     const a = this.appt(m);
-    applyCancel(a, await r.world.http.send('POST', `/appointments/${a.id}/cancel`));
+    applyCancel(a, await r.world.httpAs(a.client).send('POST', `/appointments/${a.id}/cancel`));
   }
   toString() {
     return `Cancel(${this.pick})`;
@@ -81,8 +82,8 @@ export class MoveAndCancel extends OnAppt {
     const a = this.appt(m);
     const to = target(a, null, this.offsetMs);
     const [move, cancel] = await Promise.all([
-      r.world.http.send('PATCH', `/appointments/${a.id}`, { startsAt: to }),
-      r.world.http.send('POST', `/appointments/${a.id}/cancel`),
+      r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: to }),
+      r.world.httpAs(a.client).send('POST', `/appointments/${a.id}/cancel`),
     ]);
     if (move.status === 200 && !a.cancelled) {
       // Moved, then cancelled (the order of the two is all it can be): the new

@@ -1,9 +1,30 @@
 // The appointments model suite's end of a run: waits for every slot held to
-// the end to have its reminder, reads the rows once and holds each reminder
-// and each slot to the rules.
+// the end to have its reminder, reads the rows once and holds each
+// appointment, each reminder and each slot to the rules, the rule that no
+// effect crosses clients first.
 import { type Real, cutOffBy, excuse, problems, repeatExplained, settled } from '../runner.js';
+import { MODEL_CLIENTS } from '../world.js';
 import { type Row, outcomeUnknown, owedBy, slotOf } from './checks.js';
-import { EPS_MS, type Held, type Model, SETTLE_MS } from './model.js';
+import { type Appt, EPS_MS, type Held, type Model, SETTLE_MS } from './model.js';
+
+type ApptRow = { id: string; client: string; status: string; startsAt: Date; idempotencyKey: string | null };
+
+/**
+ * What of appointment `a` (its row and reminders) shows another client's
+ * effect: a row or a reminder of another client than the one that booked
+ * it, a cancel or a slot its own client's answered requests did not make
+ * (the other client's moves and cancels were each answered 404).
+ */
+function crossed(a: Appt, row: ApptRow, mine: readonly Row[]): string[] {
+  const found: string[] = [];
+  const of = `appointment ${a.id} (of ${a.client}; the other client sent ${a.foreign.move} moves, ${a.foreign.cancel} cancels)`;
+  if (row.client !== a.client) found.push(`${of}: its row is ${row.client}'s`);
+  for (const n of mine) if (n.client !== a.client) found.push(`${of}: reminder ${n.id} is ${n.client}'s`);
+  if (row.status !== (a.cancelled ? 'CANCELLED' : 'BOOKED'))
+    found.push(`${of}: ${row.status}, yet its client ${a.cancelled ? 'cancelled' : 'never cancelled'} it`);
+  if (row.startsAt.toISOString() !== a.current) found.push(`${of}: at ${row.startsAt.toISOString()}, yet its client last put it at ${a.current}`);
+  return found;
+}
 
 export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
   const db = r.world.db;
@@ -25,13 +46,38 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
   if (!calm) p.add(`not settled within ${SETTLE_MS} ms`);
   // Every booking the database holds for this run's customer is one the model knows.
   const known = new Set(ids);
-  for (const b of await db.appointment.findMany({ where: { customerId: r.tag }, select: { id: true, idempotencyKey: true } }))
-    if (!known.has(b.id)) p.add(`appointment ${b.id} (key ${String(b.idempotencyKey)}) is in the database, not in the model`);
+  const appts: ApptRow[] = await db.appointment.findMany({
+    where: { customerId: r.tag },
+    select: { id: true, client: true, status: true, startsAt: true, idempotencyKey: true },
+  });
+  for (const b of appts) if (!known.has(b.id)) p.add(`appointment ${b.id} (key ${String(b.idempotencyKey)}) is in the database, not in the model`);
   const delivered = new Map<string, number>();
   for (const c of r.world.webhook.delivered) delivered.set(c.body.id, (delivered.get(c.body.id) ?? 0) + 1);
-  const counts = { appointments: ids.length, slots: 0, owed: 0, givenUpBefore: 0, around: 0, delivered: 0, deliveredTwice: 0, refused: 0, outcomeUnknown: 0 };
+  const counts = {
+    appointments: ids.length,
+    ofOtherClients: m.appts.filter((a) => a.client !== MODEL_CLIENTS[0]).length,
+    foreignMovesOrCancels: m.appts.filter((a) => a.foreign.move + a.foreign.cancel > 0).length,
+    slots: 0,
+    owed: 0,
+    givenUpBefore: 0,
+    around: 0,
+    delivered: 0,
+    deliveredTwice: 0,
+    refused: 0,
+    outcomeUnknown: 0,
+  };
   for (const a of m.appts) {
     const mine = rows.filter((n) => n.appointmentId === a.id);
+    const row = appts.find((b) => b.id === a.id);
+    if (!row) {
+      p.add(`appointment ${a.id} is gone`);
+      continue;
+    }
+    const crossing = crossed(a, row, mine);
+    if (crossing.length) {
+      crossing.forEach(p.add);
+      continue;
+    }
     for (const n of mine) {
       const held = a.slots.get(slotOf(n));
       if (!held) {

@@ -1,18 +1,26 @@
-// The notifications model suite's steps: notifications made by a customer's
-// cancel and by a reminder due at once, an operator's redrives (one, and two
-// of one job at once), a second delivery of a row while its call runs, and a
-// notification whose receiver's body comes slowly after a fast success.
+// The notifications model suite's steps: notifications made, as either of
+// two clients, by a customer's cancel and by a reminder due at once, an
+// operator's redrives (one, and two of one job at once), a second delivery of
+// a row while its call runs, a notification whose receiver's body comes
+// slowly after a fast success, and the other client listing a subject's
+// notifications.
 import type { Reply } from '../../chaos/drivers/http.js';
 import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
-import { type Real, Step, admin, fail } from '../runner.js';
+import { OnPick, type Real, Step, admin, fail } from '../runner.js';
+import { MODEL_CLIENTS, type ModelClient } from '../world.js';
 
-export type Event = { kind: 'order' | 'reminder'; subject: string };
+/** A business event and its subject (an order, an appointment), made by `client`. */
+export type Event = { kind: 'order' | 'reminder'; subject: string; client: ModelClient };
 export type Model = { events: Event[]; redrives: { id: string; at: number }[] };
 
 /** An order cancelled by its customer: one ORDER_CANCELLED notification. */
 export class CancelOrder extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
   async act(m: Model, r: Real) {
-    const created = await r.world.http.send(
+    const http = r.world.httpAs(this.as);
+    const created = await http.send(
       'POST',
       '/orders',
       { customerId: r.tag, items: [{ sku: 'N', quantity: 1, unitPriceCents: 5 }], paymentTimeoutSeconds: 600 },
@@ -20,20 +28,23 @@ export class CancelOrder extends Step<Model> {
         'idempotency-key': `${r.tag}-n${m.events.length}`,
       },
     );
-    if (created.status !== 201) fail('create', created);
-    const cancelled = await r.world.http.send('POST', `/orders/${String(created.body.id)}/cancel`);
+    if (created.status !== 201) fail(`create as ${this.as}`, created);
+    const cancelled = await http.send('POST', `/orders/${String(created.body.id)}/cancel`);
     if (cancelled.status !== 200) fail('cancel', cancelled);
-    m.events.push({ kind: 'order', subject: String(created.body.id) });
+    m.events.push({ kind: 'order', subject: String(created.body.id), client: this.as });
   }
   toString() {
-    return 'CancelOrder';
+    return `CancelOrder(${this.as})`;
   }
 }
 
 /** A booking whose remind time has passed: one reminder, at once. */
 export class RemindNow extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
   async act(m: Model, r: Real) {
-    const res = await r.world.http.send(
+    const res = await r.world.httpAs(this.as).send(
       'POST',
       '/appointments',
       {
@@ -45,11 +56,11 @@ export class RemindNow extends Step<Model> {
       },
       { 'idempotency-key': `${r.tag}-n${m.events.length}` },
     );
-    if (res.status !== 201) fail('book', res);
-    m.events.push({ kind: 'reminder', subject: String(res.body.id) });
+    if (res.status !== 201) fail(`book as ${this.as}`, res);
+    m.events.push({ kind: 'reminder', subject: String(res.body.id), client: this.as });
   }
   toString() {
-    return 'RemindNow';
+    return `RemindNow(${this.as})`;
   }
 }
 
@@ -98,9 +109,12 @@ const LOOK_MS = 2_000;
  * the receiver is called once.
  */
 export class RunNowDuringCall extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
   async act(m: Model, r: Real) {
     r.world.receiver('slowOk');
-    await new CancelOrder().act(m, r);
+    await new CancelOrder(this.as).act(m, r);
     const orderId = m.events.at(-1)!.subject;
     const end = Date.now() + LOOK_MS;
     for (;;) {
@@ -116,18 +130,21 @@ export class RunNowDuringCall extends Step<Model> {
     }
   }
   toString() {
-    return 'RunNowDuringCall';
+    return `RunNowDuringCall(${this.as})`;
   }
 }
 
 /** A notification made while the receiver answers its status at once and ends its body past the call's timeout: a success, called once. */
 export class SlowBodyNotice extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
   async act(m: Model, r: Real) {
     r.world.receiver('slowBody');
-    await new CancelOrder().act(m, r);
+    await new CancelOrder(this.as).act(m, r);
   }
   toString() {
-    return 'SlowBodyNotice';
+    return `SlowBodyNotice(${this.as})`;
   }
 }
 
@@ -138,5 +155,32 @@ export class RedriveTwice extends Redrive {
   }
   override toString() {
     return `RedriveTwice(${this.pick})`;
+  }
+}
+
+/** The subject filter of GET /notifications for an event. */
+const filterOf = (e: Event) => (e.kind === 'order' ? `orderId=${e.subject}` : `appointmentId=${e.subject}`);
+
+/**
+ * The other client lists an event's notifications: none, as an id nothing
+ * has. Its own client lists them too: an order's, written with its cancel,
+ * is there; a reminder's, once written.
+ */
+export class ForeignList extends OnPick<Model, Event> {
+  protected list(m: Readonly<Model>) {
+    return m.events;
+  }
+  async act(m: Model, r: Real) {
+    const e = this.picked(m);
+    const other = r.world.httpAs(MODEL_CLIENTS.find((c) => c !== e.client) as ModelClient);
+    const res = await other.send('GET', `/notifications?${filterOf(e)}`);
+    const by = `notifications of ${e.kind} ${e.subject} (of ${e.client}) listed by the other client`;
+    if (res.status !== 200 || JSON.stringify(res.body) !== JSON.stringify({ notifications: [] })) fail(by, res);
+    const own = await r.world.httpAs(e.client).send('GET', `/notifications?${filterOf(e)}`);
+    const listed = own.status === 200 ? (own.body.notifications as unknown[]).length : -1;
+    if (listed !== 1 && !(e.kind === 'reminder' && listed === 0)) fail(`notifications of ${e.kind} ${e.subject} listed by its client`, own);
+  }
+  toString() {
+    return `ForeignList(${this.pick})`;
   }
 }
