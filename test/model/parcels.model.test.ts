@@ -1,11 +1,28 @@
-// Model-based suite of parcel batching: random area creations and rebinds
-// (vehicle and sorter contact), parcel intakes one by one, in concurrent
-// bursts (races of the FULL path) and in batch requests (POST /parcels/batch,
-// new parcels beside a repeat, a conflict and an unknown area), repeated and conflicting intakes, intakes
-// for an unknown area, reads of parcels and batches, stray entries planted in
-// Redis (a parcel of one area in another's group; and such a group then
-// filled up at once by intakes of its area), time steps around the
-// 1.5 s maximum wait, receiver behaviours and faults. The rules checked:
+// Model-based suite of parcel batching for two clients whose areas have the
+// same codes and whose parcels the same tracking numbers (each client's
+// own): random area creations and rebinds (vehicle and sorter contact) by
+// either client, parcel intakes one by one, in concurrent bursts (races of
+// the FULL path), in batch requests (POST /parcels/batch, new parcels beside
+// a repeat, a conflict and an unknown area) and by both clients at once
+// under the same tracking numbers into their areas of one code (twins, often
+// committed by one statement), repeated and conflicting intakes, intakes for
+// an unknown area, reads of parcels and batches, the other client's reads of
+// a parcel, area and batch, its intakes under an area code it has none of
+// and its PUT of an area under the owner's code, stray entries planted in
+// Redis (a parcel of one area in another's group, of either client; and
+// such a group then filled up at once by intakes of its area), time steps
+// around the 1.5 s maximum wait, receiver behaviours and faults. The rules
+// checked:
+// - no effect crosses clients: another client's parcel, area and batch are
+//   answered exactly as unknown ones (404, the same body but for the id), or
+//   as the caller's own of that tracking number or code; its intake under an
+//   area code only the owner has is 422 UNKNOWN_AREA as for an unknown code,
+//   writing nothing; its PUT under the owner's code makes its own area and
+//   leaves the owner's vehicle and sorter as they were; once settled, every
+//   batch holds parcels of its own client and area only, its notice is its
+//   client's and goes to its own area's sorter, every area is as its own
+//   client last put it, and each client's batches keep the size and wait
+//   rules whatever the other client took in under the same code;
 // - every answer agrees with the model at once: a parcel arrives (database
 //   time) while its intake is under way, a repeat answers the same parcel, a
 //   conflict or an unknown area is refused, a parcel seen BATCHED stays in that
@@ -26,14 +43,16 @@
 //   elsewhere in the run does not excuse it).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ForeignIntake, ForeignPutArea, ForeignReadArea, ForeignReadBatch, ForeignReadParcel } from './parcels/cross-client.steps.js';
 import { BatchIntake, Burst, ConflictIntake, Intake, IntakeUnknownArea, PutArea, RepeatIntake } from './parcels/intake.steps.js';
-import { AREAS, type Model, PLATES } from './parcels/model.js';
+import { AREAS, type Model, PLATES, newModel } from './parcels/model.js';
 import { ReadBatch, ReadParcel } from './parcels/read.steps.js';
 import { settleAndCheck } from './parcels/settle-and-check.js';
 import { StrayEntry } from './parcels/stray-entry.step.js';
 import { StrayThenFill } from './parcels/stray-fill.step.js';
+import { TwinIntake } from './parcels/twin.step.js';
 import { type Step, runSuite } from './runner.js';
-import { type World, startWorld } from './world.js';
+import { MODEL_CLIENTS, type ModelClient, type World, startWorld } from './world.js';
 
 let world: World;
 beforeAll(async () => {
@@ -43,20 +62,32 @@ afterAll(async () => {
   await world?.close();
 });
 
+const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
+const plate = fc.constantFrom(...PLATES);
+
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
-  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: AREAS - 1 }), fc.constantFrom(...PLATES)).map(([i, plate]) => new PutArea(i, plate)) },
+  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 0, max: AREAS - 1 }), plate, client).map(([i, p, c]) => new PutArea(i, p, c)) },
   { weight: 5, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new Intake(a, n)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 2, max: 7 })).map(([a, n]) => new Burst(a, n)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 25 }), fc.nat()).map(([a, n, o]) => new BatchIntake(a, n, o)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new RepeatIntake(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ConflictIntake(i)) },
-  { weight: 1, arbitrary: fc.constant(new IntakeUnknownArea()) },
+  { weight: 1, arbitrary: client.map((c) => new IntakeUnknownArea(c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadParcel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new ReadBatch(i)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([p, o]) => new StrayEntry(p, o)) },
   // Aimed: a group holding a stray (another area's parcel, or a batched one's
   // stale entry) filled up at once: a FULL take short of parcels it may batch.
   { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.nat(), fc.constantFrom(true, true, false)).map(([p, o, own]) => new StrayThenFill(p, o, own)) },
+  // Both clients' parcels of one tracking number due at one moment: one flush
+  // round commits both (where a parcel attached by its number alone crosses).
+  { weight: 4, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 3 }), plate).map(([a, n, p]) => new TwinIntake(a, n, p)) },
+  // The other client's hand on an area, parcel or batch.
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, shared]) => new ForeignReadParcel(i, shared)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, shared]) => new ForeignReadArea(i, shared)) },
+  { weight: 2, arbitrary: fc.nat().map((i) => new ForeignReadBatch(i)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean(), client).map(([i, batch, c]) => new ForeignIntake(i, batch, c)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), plate, client).map(([i, p, c]) => new ForeignPutArea(i, p, c)) },
 );
 
 describe('parcels, model-based', () => {
@@ -65,7 +96,7 @@ describe('parcels, model-based', () => {
       name: 'parcels',
       world: () => world,
       operations,
-      newModel: () => ({ areas: [], parcels: [], refused: [], batchIds: [], seen: new Map(), versions: 0, strays: 0, aimed: [] }),
+      newModel,
       settleAndCheck,
       runs: 8,
       maxCommands: 40,

@@ -278,7 +278,7 @@ export const MUTANTS: readonly Mutant[] = [
     find: 'return area.client === DEFAULT_CLIENT ? area.code : `${area.client}/${area.code}`;',
     replace: 'return area.code;',
     model: ['parcels'],
-    integration: ['parcels.clients'],
+    integration: ['parcels.clients', 'clients.walk'],
     required: false,
   },
   {
@@ -298,7 +298,7 @@ export const MUTANTS: readonly Mutant[] = [
     find: 'b JOIN areas a ON a.client = b.client AND a.code = b.area_code',
     replace: 'b JOIN areas a ON a.code = b.area_code',
     model: ['parcels'],
-    integration: ['parcels.clients'],
+    integration: ['parcels.clients', 'clients.walk'],
     required: false,
   },
 ];

@@ -1,6 +1,8 @@
 // The parcels model suite's rules once a run has settled: each compares the
 // database rows and the receiver's calls with the model and adds what
-// disagrees to the run's problems.
+// disagrees to the run's problems. A row is its client's: parcels are matched
+// by (client, tracking number), areas by (client, code), and no batch,
+// parcel or notice of one client may show anything of the other's.
 import { type Real, type problems, repeatExplained } from '../runner.js';
 import type { FaultSpan, World } from '../world.js';
 import {
@@ -15,6 +17,9 @@ import {
   type SeenBatch,
   type Version,
   WAIT_SLACK_MS,
+  areaOf,
+  keyOf,
+  parcelOf,
   within,
 } from './model.js';
 
@@ -37,7 +42,7 @@ function sameJson(a: unknown, b: unknown): boolean {
  * (the next one's request may still have been under way), or one whose
  * request was retried (an attempt given up on may have written it late).
  */
-function versionsAt(area: Area, t: number): Version[] {
+export function versionsAt(area: Area, t: number): Version[] {
   return area.versions.filter((v, k) => {
     const next = area.versions[k + 1];
     return v.from <= t + EPS_MS && (!next || next.to >= t - EPS_MS || v.to === Number.POSITIVE_INFINITY);
@@ -61,35 +66,54 @@ export type Counts = {
   /** Aimed strays, and those held to the rule of checkStrays (no fault near). */
   straysAimed: number;
   straysChecked: number;
+  /** Parcels and batches of the second client; area codes both clients had. */
+  otherClientParcels: number;
+  otherClientBatches: number;
+  sharedCodes: number;
+  /** Tracking numbers both clients took in at once, and those of them batched by one statement for both (TIMEOUT batches made at one moment). */
+  twins: number;
+  twinsOneCommit: number;
+  /** The other client's requests: answered as unknown, answered with its own, intakes refused, areas put under the owner's code. */
+  foreignUnknown: number;
+  foreignOwn: number;
+  foreignRefused: number;
+  foreignPut: number;
 };
 
+/**
+ * Every accepted parcel has its row, of its client and area, BATCHED in one
+ * batch of its own client and area; a refused one (client, tracking number)
+ * has no row unless the model took that one in later (whose intake then
+ * answered a new parcel).
+ */
 export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, p: Problems, faultless: boolean): void {
-  const accepted = new Map(m.parcels.map((x) => [x.trackingNo, x]));
-  for (const t of m.refused) if (rows.some((x) => x.trackingNo === t)) p.add(`parcel ${t}: its intake was refused, yet it has a row`);
+  const accepted = new Map(m.parcels.map((x) => [keyOf(x), x]));
+  const refused = new Set(m.refused.map(keyOf));
+  const byKey = new Map(rows.map((x) => [keyOf(x), x]));
+  for (const k of refused) if (byKey.has(k) && !accepted.has(k)) p.add(`parcel ${k}: its intake was refused, yet it has a row`);
   for (const row of rows)
-    if (!accepted.has(row.trackingNo) && !m.refused.includes(row.trackingNo))
-      p.add(`parcel ${row.trackingNo} of ${row.areaCode}: never accepted, yet it has a row`);
+    if (!accepted.has(keyOf(row)) && !refused.has(keyOf(row))) p.add(`parcel ${keyOf(row)} of ${row.areaCode}: never accepted, yet it has a row`);
   for (const x of m.parcels) {
-    const row = rows.find((y) => y.trackingNo === x.trackingNo);
+    const what = `parcel ${keyOf(x)}`;
+    const row = byKey.get(keyOf(x));
     if (!row) {
-      p.add(`parcel ${x.trackingNo} is gone`);
+      p.add(`${what} is gone`);
       continue;
     }
-    if (row.areaCode !== x.area || row.createdAt.getTime() !== x.createdAt)
-      p.add(`parcel ${x.trackingNo}: now of ${row.areaCode} since ${row.createdAt.toISOString()}`);
+    if (row.areaCode !== x.area || row.createdAt.getTime() !== x.createdAt) p.add(`${what}: now of ${row.areaCode} since ${row.createdAt.toISOString()}`);
     const batch = row.batchId ? batches.get(row.batchId) : undefined;
     if (row.status !== 'BATCHED' || !batch || !row.batchedAt) {
-      p.add(`parcel ${x.trackingNo}: ${row.status} in batch ${row.batchId} (${batch ? 'of this run' : 'unknown'})`);
+      p.add(`${what}: ${row.status} in batch ${row.batchId} (${batch ? 'of this run' : 'unknown'})`);
       continue;
     }
-    if (batch.areaCode !== x.area) p.add(`parcel ${x.trackingNo} of ${x.area} in batch ${batch.id} of ${batch.areaCode}`);
-    if (x.batchId && x.batchId !== batch.id) p.add(`parcel ${x.trackingNo}: seen in batch ${x.batchId}, now in ${batch.id}`);
+    if (batch.client !== x.client || batch.areaCode !== x.area) p.add(`${what} of ${x.area} in batch ${batch.id} of ${batch.client}'s ${batch.areaCode}`);
+    if (x.batchId && x.batchId !== batch.id) p.add(`${what}: seen in batch ${x.batchId}, now in ${batch.id}`);
     if (row.batchedAt.getTime() !== batch.createdAt.getTime())
-      p.add(`parcel ${x.trackingNo}: batched at ${row.batchedAt.toISOString()}, its batch made at ${batch.createdAt.toISOString()}`);
+      p.add(`${what}: batched at ${row.batchedAt.toISOString()}, its batch made at ${batch.createdAt.toISOString()}`);
     if (x.fullIn && (batch.reason !== 'FULL' || !within(batch.createdAt.getTime(), x.fullIn)))
-      p.add(`parcel ${x.trackingNo}: its intake answered it BATCHED, its batch ${batch.id} is ${batch.reason} made at ${batch.createdAt.toISOString()}`);
+      p.add(`${what}: its intake answered it BATCHED, its batch ${batch.id} is ${batch.reason} made at ${batch.createdAt.toISOString()}`);
     const waited = row.batchedAt.getTime() - x.createdAt;
-    if (faultless && waited > MAX_WAIT_MS + WAIT_SLACK_MS) p.add(`parcel ${x.trackingNo}: waited ${waited} ms without any fault in the run`);
+    if (faultless && waited > MAX_WAIT_MS + WAIT_SLACK_MS) p.add(`${what}: waited ${waited} ms without any fault in the run`);
   }
 }
 
@@ -105,25 +129,39 @@ export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, B
  */
 export function checkStrays(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, spans: FaultSpan[], p: Problems, counts: Counts): void {
   for (const s of m.aimed) {
-    const x = m.parcels.find((y) => y.trackingNo === s.trackingNo) as Parcel;
+    const x = parcelOf(m, s.client, s.trackingNo) as Parcel;
     const deadline = x.createdAt + MAX_WAIT_MS;
     const due = deadline + FLUSH_SLACK_MS;
     if (spans.some((f) => f.from <= due && f.to >= deadline - LINGER_MS)) continue;
     counts.straysChecked++;
-    const row = rows.find((y) => y.trackingNo === s.trackingNo);
+    const row = rows.find((y) => y.client === s.client && y.trackingNo === s.trackingNo);
     const batch = row?.batchId ? batches.get(row.batchId) : undefined;
     // Not batched, or batched elsewhere: checkParcels says so.
     if (batch && batch.createdAt.getTime() > due)
       p.add(
-        `parcel ${x.trackingNo}, planted into ${s.into}'s group: batch ${batch.id} made ${batch.createdAt.getTime() - due} ms past its deadline + slack, no fault near`,
+        `parcel ${keyOf(x)}, planted into ${s.into}'s group: batch ${batch.id} made ${batch.createdAt.getTime() - due} ms past its deadline + slack, no fault near`,
       );
   }
 }
 
+/**
+ * A batch as the model says, of its client only: its parcels all of its
+ * client and area, FULL at the batch size during an intake of that area
+ * (the other client's intakes of its area of the same code do not count),
+ * TIMEOUT no earlier than its first parcel's deadline, its vehicle and its
+ * one notice's recipient a version of its own client's area, the notice its
+ * client's.
+ */
 export function checkBatch(m: Model, b: BatchRow, members: ParcelRow[], notes: NoteRow[], p: Problems, prompt: boolean): void {
-  const area = m.areas.find((a) => a.code === b.areaCode) as Area;
+  const what = `batch ${b.id} of ${b.client} (${b.reason}, ${members.length} parcels, ${b.createdAt.toISOString()})`;
+  const area = areaOf(m, b.client, b.areaCode);
+  if (!area) {
+    p.add(`${what}: of area ${b.areaCode}, which ${b.client} never put`);
+    return;
+  }
   const at = b.createdAt.getTime();
-  const what = `batch ${b.id} (${b.reason}, ${members.length} parcels, ${b.createdAt.toISOString()})`;
+  const strangers = members.filter((x) => x.client !== b.client || x.areaCode !== b.areaCode);
+  if (strangers.length) p.add(`${what} of ${b.areaCode}: holds ${strangers.map((x) => `${keyOf(x)} of ${x.areaCode}`).join(', ')}`);
   if (members.length !== b.parcelCount || members.length < 1 || members.length > SIZE) p.add(`${what}: counts ${b.parcelCount}`);
   if (b.reason === 'FULL') {
     if (members.length !== SIZE) p.add(`${what}: FULL below the batch size ${SIZE}`);
@@ -146,14 +184,15 @@ export function checkBatch(m: Model, b: BatchRow, members: ParcelRow[], notes: N
   };
   if (seen && JSON.stringify(seen) !== JSON.stringify(now)) p.add(`${what}: read as ${JSON.stringify(seen)}, now ${JSON.stringify(now)}`);
   const note = notes.length === 1 ? notes[0] : undefined;
+  for (const n of notes) if (n.client !== b.client) p.add(`${what}: notice ${n.id} is ${n.client}'s`);
   if (!note || note.kind !== 'BATCH_DISPATCHED') {
     p.add(`${what}: ${notes.length} notices (${notes.map((n) => n.kind).join(', ')})`);
-    if (!versionsAt(area, at).some((v) => v.plate === b.vehiclePlate)) p.add(`${what}: vehicle ${b.vehiclePlate} was not ${area.code}'s then`);
+    if (!versionsAt(area, at).some((v) => v.plate === b.vehiclePlate)) p.add(`${what}: vehicle ${b.vehiclePlate} was not ${b.client}'s ${area.code}'s then`);
     return;
   }
   const versions = versionsAt(area, at);
   if (!versions.some((v) => v.plate === b.vehiclePlate && v.contact === note.recipient)) {
-    p.add(`${what}: vehicle ${b.vehiclePlate} and sorter ${note.recipient} were not ${area.code}'s then (${JSON.stringify(versions)})`);
+    p.add(`${what}: vehicle ${b.vehiclePlate} and sorter ${note.recipient} were not ${b.client}'s ${area.code}'s then (${JSON.stringify(versions)})`);
   }
   const payload = { batchId: b.id, area: b.areaCode, vehiclePlate: b.vehiclePlate, reason: b.reason, parcels: members.length };
   if (!sameJson(note.payload, payload)) p.add(`${what}: notice payload ${JSON.stringify(note.payload)}`);

@@ -1,42 +1,50 @@
-// The parcels model suite's writing steps: areas put (vehicle and sorter
-// contact), parcels taken in one by one, in bursts and in batch requests,
-// repeated, conflicting and for an unknown area.
+// The parcels model suite's writing steps, each as one of the clients: areas
+// put (vehicle and sorter contact), parcels taken in one by one, in bursts,
+// in batch requests, repeated, conflicting and for an unknown area.
 import type { Reply } from '../../chaos/drivers/http.js';
 import { OnPick, type Real, Step } from '../runner.js';
-import { type Area, type Model, type Parcel, fail, observeParcel, windowOf, within } from './model.js';
+import type { ModelClient } from '../world.js';
+import { type Area, type Model, type Parcel, areaOf, codeOf, fail, observeParcel, parcelsOf, trackingOf, windowOf, within } from './model.js';
+
+/** PUTs `client`'s area of `index` (a new one, or a new version of it); returns it, in the model. */
+export async function putArea(m: Model, r: Real, client: ModelClient, index: number, plate: string): Promise<Area> {
+  const known = m.areas.find((a) => a.client === client && a.index === index);
+  const code = codeOf(r, index);
+  const contact = `sorter${++m.versions}@${r.tag}.example`;
+  const res = await r.world.httpAs(client).send('PUT', `/areas/${code}`, { vehiclePlate: plate, sorterContact: contact });
+  if (res.status !== 200 || res.body.code !== code || res.body.vehiclePlate !== plate || res.body.sorterContact !== contact)
+    fail(`put area ${code} as ${client}`, res);
+  const area = known ?? { client, index, code, versions: [], groupings: [] };
+  if (!known) m.areas.push(area);
+  area.versions.push({ plate, contact, ...windowOf(res) });
+  return area;
+}
 
 export class PutArea extends Step<Model> {
   constructor(
     readonly index: number,
     readonly plate: string,
+    readonly as: ModelClient,
   ) {
     super();
   }
   async act(m: Model, r: Real) {
-    const known = m.areas.find((a) => a.index === this.index);
-    const code = known?.code ?? `${r.tag}-a${this.index}`;
-    const contact = `sorter${++m.versions}@${r.tag}.example`;
-    const res = await r.world.http.send('PUT', `/areas/${code}`, { vehiclePlate: this.plate, sorterContact: contact });
-    if (res.status !== 200 || res.body.code !== code || res.body.vehiclePlate !== this.plate || res.body.sorterContact !== contact)
-      fail(`put area ${code}`, res);
-    const area = known ?? { index: this.index, code, versions: [], groupings: [] };
-    if (!known) m.areas.push(area);
-    area.versions.push({ plate: this.plate, contact, ...windowOf(res) });
+    await putArea(m, r, this.as, this.index, this.plate);
   }
   toString() {
-    return `PutArea(${this.index}, ${this.plate})`;
+    return `PutArea(${this.index}, ${this.plate}, ${this.as})`;
   }
 }
 
-/** POSTs a new parcel: 202, or 200 when a first attempt wrote it and the answer was lost. */
-async function intake(m: Model, r: Real, area: Area, trackingNo: string): Promise<void> {
-  const res = await r.world.http.send('POST', '/parcels', { trackingNo, area: area.code });
+/** POSTs a new parcel of the area's client: 202, or 200 when a first attempt wrote it and the answer was lost. */
+export async function intake(m: Model, r: Real, area: Area, trackingNo: string): Promise<void> {
+  const res = await r.world.httpAs(area.client).send('POST', '/parcels', { trackingNo, area: area.code });
   area.groupings.push(windowOf(res));
   const fresh = res.status === 202;
-  if (!fresh && !(res.status === 200 && res.attempts > 1)) fail(`intake ${trackingNo}`, res);
+  if (!fresh && !(res.status === 200 && res.attempts > 1)) fail(`intake ${trackingNo} as ${area.client}`, res);
   const createdAt = Date.parse(String(res.body.createdAt));
   if (!within(createdAt, { from: res.firstSentAt, to: res.receivedAt })) fail(`intake ${trackingNo}: arrival outside its request`, res);
-  const p: Parcel = { trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
+  const p: Parcel = { client: area.client, trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
   m.parcels.push(p);
   // The 202 of a parcel that completed a batch says BATCHED before its row is re-read (batchedAt not given).
   observeParcel(m, p, res, 'intake', !fresh);
@@ -61,7 +69,7 @@ export class Intake extends OnArea {
   }
   async act(m: Model, r: Real) {
     const area = this.area(m);
-    for (let k = 0; k < this.n; k++) await intake(m, r, area, `${r.tag}-p${m.parcels.length}`);
+    for (let k = 0; k < this.n; k++) await intake(m, r, area, trackingOf(r, parcelsOf(m, area.client)));
   }
   toString() {
     return `Intake(${this.pick}, ${this.n})`;
@@ -78,8 +86,8 @@ export class Burst extends OnArea {
   }
   async act(m: Model, r: Real) {
     const area = this.area(m);
-    const base = m.parcels.length;
-    await Promise.all(Array.from({ length: this.n }, (_, k) => intake(m, r, area, `${r.tag}-p${base + k}`)));
+    const base = parcelsOf(m, area.client);
+    await Promise.all(Array.from({ length: this.n }, (_, k) => intake(m, r, area, trackingOf(r, base + k))));
   }
   toString() {
     return `Burst(${this.pick}, ${this.n})`;
@@ -87,10 +95,11 @@ export class Burst extends OnArea {
 }
 
 /**
- * POST /parcels/batch: `n` new parcels for the area, then (when the model has
- * them) a repeat of a known parcel and a conflicting one, and one for an
- * unknown area, each answered in its place. A request retried by the driver
- * may find its new parcels written by the attempt given up on (created false).
+ * POST /parcels/batch as the area's client: `n` new parcels for the area,
+ * then (when the model has them) a repeat of a known parcel of that client
+ * and a conflicting one, and one for an unknown area, each answered in its
+ * place. A request retried by the driver may find its new parcels written by
+ * the attempt given up on (created false).
  */
 export class BatchIntake extends OnArea {
   constructor(
@@ -102,22 +111,25 @@ export class BatchIntake extends OnArea {
   }
   async act(m: Model, r: Real) {
     const area = this.area(m);
-    const fresh = Array.from({ length: this.n }, (_, k) => `${r.tag}-p${m.parcels.length + k}`);
-    const known = m.parcels.length > 0 ? (m.parcels[this.other % m.parcels.length] as Parcel) : null;
-    const elsewhere = known && m.areas.find((a) => a.code !== known.area);
+    const { client } = area;
+    const base = parcelsOf(m, client);
+    const fresh = Array.from({ length: this.n }, (_, k) => trackingOf(r, base + k));
+    const mine = m.parcels.filter((x) => x.client === client);
+    const known = mine.length > 0 ? (mine[this.other % mine.length] as Parcel) : null;
+    const elsewhere = known && m.areas.find((a) => a.client === client && a.code !== known.area);
     const unknown = `${r.tag}-u${m.refused.length}`;
-    m.refused.push(unknown);
+    m.refused.push({ client, trackingNo: unknown });
     const asked = [
       ...fresh.map((trackingNo) => ({ trackingNo, area: area.code })),
       ...(known ? [{ trackingNo: known.trackingNo, area: known.area }] : []),
       ...(known && elsewhere ? [{ trackingNo: known.trackingNo, area: elsewhere.code }] : []),
       { trackingNo: unknown, area: `${r.tag}-none` },
     ];
-    const res = await r.world.http.send('POST', '/parcels/batch', { parcels: asked });
+    const res = await r.world.httpAs(client).send('POST', '/parcels/batch', { parcels: asked });
     area.groupings.push(windowOf(res));
-    if (known) m.areas.find((a) => a.code === known.area)?.groupings.push(windowOf(res));
+    if (known) areaOf(m, client, known.area)?.groupings.push(windowOf(res));
     const results = res.body.results as Record<string, unknown>[] | undefined;
-    if (res.status !== 200 || !Array.isArray(results) || results.length !== asked.length) fail('batch intake', res);
+    if (res.status !== 200 || !Array.isArray(results) || results.length !== asked.length) fail(`batch intake as ${client}`, res);
     const at = (i: number): Reply => ({ ...res, body: results[i] as Record<string, unknown> });
     fresh.forEach((trackingNo, i) => {
       const one = at(i);
@@ -125,7 +137,7 @@ export class BatchIntake extends OnArea {
       if (!(created === true || (created === false && res.attempts > 1))) fail(`batch intake ${trackingNo}: created`, one);
       const createdAt = Date.parse(String(one.body.createdAt));
       if (!within(createdAt, { from: res.firstSentAt, to: res.receivedAt })) fail(`batch intake ${trackingNo}: arrival outside its request`, one);
-      const p: Parcel = { trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
+      const p: Parcel = { client, trackingNo, area: area.code, createdAt, batchId: null, fullIn: null };
       m.parcels.push(p);
       observeParcel(m, p, one, 'batch intake', true);
       if (created === true && p.batchId) p.fullIn = windowOf(res);
@@ -159,10 +171,10 @@ export abstract class OnParcel extends OnPick<Model, Parcel> {
 export class RepeatIntake extends OnParcel {
   async act(m: Model, r: Real) {
     const p = this.parcel(m);
-    const res = await r.world.http.send('POST', '/parcels', { trackingNo: p.trackingNo, area: p.area });
+    const res = await r.world.httpAs(p.client).send('POST', '/parcels', { trackingNo: p.trackingNo, area: p.area });
     // A repeat of a parcel still waiting groups it again: it may complete a batch.
-    m.areas.find((a) => a.code === p.area)?.groupings.push(windowOf(res));
-    if (res.status !== 200) fail(`repeated intake of ${p.trackingNo}`, res);
+    areaOf(m, p.client, p.area)?.groupings.push(windowOf(res));
+    if (res.status !== 200) fail(`repeated intake of ${p.trackingNo} as ${p.client}`, res);
     observeParcel(m, p, res, 'repeated intake', true);
   }
   toString() {
@@ -170,13 +182,14 @@ export class RepeatIntake extends OnParcel {
   }
 }
 
+/** A parcel posted again by its client for another of its areas (or an unknown one): 409, whatever the other client has. */
 export class ConflictIntake extends OnParcel {
   async act(m: Model, r: Real) {
     const p = this.parcel(m);
-    const others = m.areas.filter((a) => a.code !== p.area).map((a) => a.code);
+    const others = m.areas.filter((a) => a.client === p.client && a.code !== p.area).map((a) => a.code);
     const other = others[this.pick % Math.max(1, others.length)] ?? `${r.tag}-none`;
-    const res = await r.world.http.send('POST', '/parcels', { trackingNo: p.trackingNo, area: other });
-    if (res.status !== 409 || res.body.code !== 'TRACKING_NO_CONFLICT') fail(`intake of ${p.trackingNo} for ${other}`, res);
+    const res = await r.world.httpAs(p.client).send('POST', '/parcels', { trackingNo: p.trackingNo, area: other });
+    if (res.status !== 409 || res.body.code !== 'TRACKING_NO_CONFLICT') fail(`intake of ${p.trackingNo} for ${other} as ${p.client}`, res);
   }
   toString() {
     return `ConflictIntake(${this.pick})`;
@@ -184,13 +197,16 @@ export class ConflictIntake extends OnParcel {
 }
 
 export class IntakeUnknownArea extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
   async act(m: Model, r: Real) {
     const trackingNo = `${r.tag}-u${m.refused.length}`;
-    m.refused.push(trackingNo);
-    const res = await r.world.http.send('POST', '/parcels', { trackingNo, area: `${r.tag}-none` });
-    if (res.status !== 422 || res.body.code !== 'UNKNOWN_AREA') fail(`intake of ${trackingNo} for an unknown area`, res);
+    m.refused.push({ client: this.as, trackingNo });
+    const res = await r.world.httpAs(this.as).send('POST', '/parcels', { trackingNo, area: `${r.tag}-none` });
+    if (res.status !== 422 || res.body.code !== 'UNKNOWN_AREA') fail(`intake of ${trackingNo} for an unknown area as ${this.as}`, res);
   }
   toString() {
-    return 'IntakeUnknownArea';
+    return `IntakeUnknownArea(${this.as})`;
   }
 }

@@ -1,9 +1,11 @@
 // The parcels model suite's model: what the suite knows of its areas, parcels
-// and batches, the timing bounds its rules allow, and how an answer is checked
-// against it (observeParcel). The steps change it; the checks compare it.
+// and batches (each of one of the world's clients: two clients have areas of
+// the same codes and parcels of the same tracking numbers, each its own), the
+// timing bounds its rules allow, and how an answer is checked against it
+// (observeParcel). The steps change it; the checks compare it.
 import type { Reply } from '../../chaos/drivers/http.js';
-import { MODEL_TIMINGS } from '../world.js';
-import { EPS_MS, SETTLE_MS, fail } from '../runner.js';
+import { MODEL_CLIENTS, MODEL_TIMINGS, type ModelClient } from '../world.js';
+import { EPS_MS, type Real, SETTLE_MS, fail } from '../runner.js';
 
 // Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
 export { EPS_MS, SETTLE_MS, fail };
@@ -28,46 +30,88 @@ export const FLUSH_SLACK_MS = 1_000;
  */
 export const LINGER_MS = 4_000;
 export const PLATES = ['KA-101', 'KA-202', 'KB-303', 'KC-404', 'KD-505'] as const;
-/** Areas per run at most (PutArea's indices). */
+/** Area codes per run at most (PutArea's indices); each client may have an area of each. */
 export const AREAS = 4;
 
 /** When a request's effect may happen: between its send and its answer; an attempt given up on may act later still. */
 type Window = { from: number; to: number };
 export type Version = Window & { plate: string; contact: string };
-export type Area = { index: number; code: string; versions: Version[]; groupings: Window[] };
-export type Parcel = { trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
+/** An area of one client: `code` (of its index) is the same for both clients' areas of one index. */
+export type Area = { client: ModelClient; index: number; code: string; versions: Version[]; groupings: Window[] };
+export type Parcel = { client: ModelClient; trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
 /** A stray entry of a parcel its area's wait counted from, planted into another area's group. */
-type Stray = { trackingNo: string; into: string };
+type Stray = { client: ModelClient; trackingNo: string; into: string };
 export type SeenBatch = { area: string; vehiclePlate: string; reason: string; parcels: string[]; createdAt: string };
+/** A parcel (client, tracking number) refused: no row of it unless the model took it in later. */
+export type Refused = { client: ModelClient; trackingNo: string };
 export type Model = {
   areas: Area[];
   parcels: Parcel[];
-  refused: string[];
-  batchIds: string[];
+  refused: Refused[];
+  /** Every batch answered or read, with the client it was answered to. */
+  batchIds: Map<string, ModelClient>;
   seen: Map<string, SeenBatch>;
   versions: number;
   /** Stray entries planted; the aimed ones (of the parcel its area's wait counted from) listed. */
   strays: number;
   aimed: Stray[];
+  /** Tracking numbers both clients took in at once, into their areas of one code. */
+  twins: string[];
+  /** The other client's requests, by what they were answered. */
+  foreign: { unknown: number; own: number; refused: number; put: number };
 };
+
+export const newModel = (): Model => ({
+  areas: [],
+  parcels: [],
+  refused: [],
+  batchIds: new Map(),
+  seen: new Map(),
+  versions: 0,
+  strays: 0,
+  aimed: [],
+  twins: [],
+  foreign: { unknown: 0, own: 0, refused: 0, put: 0 },
+});
+
+/** The client that is not `c`. */
+export function otherClient(c: ModelClient): ModelClient {
+  return MODEL_CLIENTS.find((x) => x !== c) as ModelClient;
+}
+
+export const areaOf = (m: Readonly<Model>, client: string, code: string): Area | undefined => m.areas.find((a) => a.client === client && a.code === code);
+export const parcelOf = (m: Readonly<Model>, client: string, trackingNo: string): Parcel | undefined =>
+  m.parcels.find((x) => x.client === client && x.trackingNo === trackingNo);
+/** A parcel's key: a client id holds no '/'. */
+export const keyOf = (x: { client: string; trackingNo: string }) => `${x.client}/${x.trackingNo}`;
+
+/** The code of the areas of `index` in run `r` (both clients'). */
+export const codeOf = (r: Real, index: number) => `${r.tag}-a${index}`;
+/** The `n`th tracking number of a client's own sequence: both clients' run p0, p1, ... (the same numbers, each its own). */
+export const trackingOf = (r: Real, n: number) => `${r.tag}-p${n}`;
+export const parcelsOf = (m: Readonly<Model>, client: ModelClient) => m.parcels.filter((x) => x.client === client).length;
 
 export const windowOf = (res: Reply): Window => ({ from: res.firstSentAt, to: res.attempts > 1 ? Number.POSITIVE_INFINITY : res.receivedAt });
 export const within = (t: number, w: Window) => t >= w.from - EPS_MS && t <= w.to + EPS_MS;
 
-function noteBatch(m: Model, id: string): void {
-  if (!m.batchIds.includes(id)) m.batchIds.push(id);
+/** Notes batch `id` as answered to `client`: a batch is one client's. */
+function noteBatch(m: Model, id: string, client: ModelClient, what: string, res: Reply): void {
+  const known = m.batchIds.get(id);
+  if (known && known !== client) fail(`${what}: batch ${id} of ${known} answered to ${client}`, res);
+  m.batchIds.set(id, client);
 }
 
-/** Checks a parcel answer against the model and learns its batch. `batchedAt`: the answer carries the row's batchedAt. */
+/** Checks a parcel answer (to its client) against the model and learns its batch. `batchedAt`: the answer carries the row's batchedAt. */
 export function observeParcel(m: Model, p: Parcel, res: Reply, what: string, batchedAt: boolean): void {
   const b = res.body;
+  what = `${what} (as ${p.client})`;
   if (b.trackingNo !== p.trackingNo || b.area !== p.area) fail(`${what} ${p.trackingNo} of ${p.area}`, res);
   if (Date.parse(String(b.createdAt)) !== p.createdAt) fail(`${what} ${p.trackingNo}: arrival was ${new Date(p.createdAt).toISOString()}`, res);
   if (b.status === 'BATCHED') {
     if (typeof b.batchId !== 'string' || (batchedAt && typeof b.batchedAt !== 'string')) fail(`${what} ${p.trackingNo}: BATCHED`, res);
     if (p.batchId && p.batchId !== b.batchId) fail(`${what} ${p.trackingNo}: was seen in batch ${p.batchId}`, res);
     p.batchId = b.batchId;
-    noteBatch(m, b.batchId);
+    noteBatch(m, b.batchId, p.client, `${what} ${p.trackingNo}`, res);
   } else if (b.status === 'WAITING') {
     if (b.batchId !== null || (batchedAt && b.batchedAt !== null)) fail(`${what} ${p.trackingNo}: WAITING`, res);
     if (p.batchId) fail(`${what} ${p.trackingNo}: WAITING again after it was seen in batch ${p.batchId}`, res);

@@ -1,14 +1,15 @@
-// The parcels model suite's reading steps: a parcel and a batch read back and
-// held to what the model saw of them.
+// The parcels model suite's reading steps: a parcel and a batch read back by
+// their client and held to what the model saw of them.
 import { type Real, Step } from '../runner.js';
+import type { ModelClient } from '../world.js';
 import { OnParcel } from './intake.steps.js';
-import { type Model, SIZE, type SeenBatch, fail, observeParcel } from './model.js';
+import { type Model, SIZE, type SeenBatch, fail, observeParcel, parcelOf } from './model.js';
 
 export class ReadParcel extends OnParcel {
   async act(m: Model, r: Real) {
     const p = this.parcel(m);
-    const res = await r.world.http.send('GET', `/parcels/${p.trackingNo}`);
-    if (res.status !== 200) fail(`get ${p.trackingNo}`, res);
+    const res = await r.world.httpAs(p.client).send('GET', `/parcels/${p.trackingNo}`);
+    if (res.status !== 200) fail(`get ${p.trackingNo} as ${p.client}`, res);
     observeParcel(m, p, res, 'get', true);
   }
   toString() {
@@ -21,20 +22,21 @@ export class ReadBatch extends Step<Model> {
     super();
   }
   override check(m: Readonly<Model>) {
-    return m.batchIds.length > 0;
+    return m.batchIds.size > 0;
   }
   async act(m: Model, r: Real) {
-    const id = m.batchIds[this.pick % m.batchIds.length] as string;
-    const res = await r.world.http.send('GET', `/batches/${id}`);
+    const [id, client] = [...m.batchIds][this.pick % m.batchIds.size] as [string, ModelClient];
+    const res = await r.world.httpAs(client).send('GET', `/batches/${id}`);
     const b = res.body;
+    const what = `get batch ${id} as ${client}`;
     const listed = Array.isArray(b.parcels) ? (b.parcels as string[]) : [];
-    if (res.status !== 200 || b.id !== id || listed.length < 1 || listed.length > SIZE) fail(`get batch ${id}`, res);
-    if (b.reason !== 'TIMEOUT' && !(b.reason === 'FULL' && listed.length === SIZE)) fail(`get batch ${id}: reason and size`, res);
-    for (const p of m.parcels) if (p.batchId === id && !listed.includes(p.trackingNo)) fail(`get batch ${id}: ${p.trackingNo} was seen in it`, res);
+    if (res.status !== 200 || b.id !== id || listed.length < 1 || listed.length > SIZE) fail(what, res);
+    if (b.reason !== 'TIMEOUT' && !(b.reason === 'FULL' && listed.length === SIZE)) fail(`${what}: reason and size`, res);
+    for (const p of m.parcels) if (p.batchId === id && !listed.includes(p.trackingNo)) fail(`${what}: ${p.trackingNo} (of ${p.client}) was seen in it`, res);
     for (const t of listed) {
-      const p = m.parcels.find((x) => x.trackingNo === t);
-      if (!p || p.area !== b.area) fail(`get batch ${id}: ${t} is no parcel of area ${String(b.area)} of this run`, res);
-      if (p.batchId && p.batchId !== id) fail(`get batch ${id}: ${t} was seen in batch ${p.batchId}`, res);
+      const p = parcelOf(m, client, t);
+      if (!p || p.area !== b.area) fail(`${what}: ${t} is no parcel of ${client}'s area ${String(b.area)} of this run`, res);
+      if (p.batchId && p.batchId !== id) fail(`${what}: ${t} was seen in batch ${p.batchId}`, res);
       p.batchId = id;
     }
     const seen: SeenBatch = {
@@ -45,7 +47,7 @@ export class ReadBatch extends Step<Model> {
       createdAt: String(b.createdAt),
     };
     const before = m.seen.get(id);
-    if (before && JSON.stringify(before) !== JSON.stringify(seen)) fail(`get batch ${id}: was ${JSON.stringify(before)}`, res);
+    if (before && JSON.stringify(before) !== JSON.stringify(seen)) fail(`${what}: was ${JSON.stringify(before)}`, res);
     m.seen.set(id, seen);
   }
   toString() {

@@ -1,19 +1,39 @@
 // The parcels model suite's stray-entry step: a parcel of one area planted
-// into another area's Redis group, aimed at its parcel's deadline.
+// into another area's Redis group (of either client), aimed at its parcel's
+// deadline.
 import { isRedisUnavailable, redisCall } from '../../../src/core/redis-call.js';
 import { PARCELS_QUEUE } from '../../../src/modules/parcels/parcels.module.js';
 import { MAX_HOLD_MS } from '../../../src/modules/parcels/parcels.batches.js';
+import { groupOf } from '../../../src/modules/parcels/parcels.groups.js';
 import type { Batcher } from '../../../src/queue/index.js';
 import { type Real, Step } from '../runner.js';
-import { PutArea } from './intake.steps.js';
-import { AREAS, type Area, FLUSH_SLACK_MS, MAX_WAIT_MS, type Model, PLATES, type Parcel, SIZE } from './model.js';
+import { putArea } from './intake.steps.js';
+import { AREAS, type Area, FLUSH_SLACK_MS, MAX_WAIT_MS, type Model, PLATES, type Parcel, SIZE, areaOf, otherClient } from './model.js';
+
+/** The service's group of a model's area (parcels.groups.ts: the client's, for two areas of one code). */
+export const groupOfArea = (a: Area) => groupOf({ client: a.client, code: a.code });
+
+/** A new area (an index neither client has, else one the parcel's client has not, else one the other client has not); null when every one exists. */
+export async function newArea(m: Model, r: Real, p: Parcel, plate: string): Promise<Area | null> {
+  const indices = Array.from({ length: AREAS }, (_, i) => i);
+  const free = (client: string, i: number) => !m.areas.some((a) => a.client === client && a.index === i);
+  const clients = [p.client, otherClient(p.client)];
+  const fresh = indices.find((i) => clients.every((c) => free(c, i)));
+  for (const client of clients) {
+    const index = fresh ?? indices.find((i) => free(client, i));
+    if (index !== undefined) return putArea(m, r, client, index, plate);
+  }
+  return null;
+}
 
 /**
  * Plants a stray entry, as a stale or corrupt Redis entry would be: an
- * accepted parcel of one area added to the Redis group of another, with its
- * arrival (every entry the service writes carries its row's). The batch
- * commit must give it to a batch of its own area only: the other area's take
- * that names it (FULL or TIMEOUT) drops it there.
+ * accepted parcel of one area added to the Redis group of another (of its
+ * client, or of the other client, the same code or not), with its arrival
+ * (every entry the service writes carries its row's). The batch commit must
+ * give it to a batch of its own area only: the other area's take that names
+ * it (FULL or TIMEOUT) drops it there, even when that area's client has a
+ * parcel of the same tracking number (batched or not: the commit judges it).
  *
  * Aimed at the case the commit once got wrong (a parcel named by batches of
  * two areas in one statement, lost from both: parcels.regroup.test.ts has it
@@ -49,9 +69,11 @@ export class StrayEntry extends Step<Model> {
     const batcher = r.world.batcher(PARCELS_QUEUE, { batchSize: SIZE, maxWaitMs: MAX_WAIT_MS });
     const unbatched = m.parcels.filter((x) => x.batchId === null);
     const firstOf = async (area: Area): Promise<{ p: Parcel; waiting: number } | null> => {
-      const w = await redisCall(batcher.waiting(area.code), 'stray: waiting');
+      const w = await redisCall(batcher.waiting(groupOfArea(area)), 'stray: waiting');
       // Not yet due: past it, the flusher is taking the area now.
-      const p = unbatched.find((x) => x.area === area.code && x.createdAt === w.firstArrival && x.createdAt + MAX_WAIT_MS > Date.now());
+      const p = unbatched.find(
+        (x) => x.client === area.client && x.area === area.code && x.createdAt === w.firstArrival && x.createdAt + MAX_WAIT_MS > Date.now(),
+      );
       return p ? { p, waiting: w.count } : null;
     };
     try {
@@ -67,8 +89,8 @@ export class StrayEntry extends Step<Model> {
       // Read before the plant, which makes the parcel that area's first arrival.
       const back = aimed && (await firstOf(into));
       await plantStray(m, batcher, p, into, aimed !== null);
-      const home = m.areas.find((a) => a.code === p.area) as Area;
-      if (back && (await redisCall(batcher.waiting(home.code), 'stray: waiting')).count < SIZE - 1) await plantStray(m, batcher, back.p, home, true);
+      const home = areaOf(m, p.client, p.area) as Area;
+      if (back && (await redisCall(batcher.waiting(groupOfArea(home)), 'stray: waiting')).count < SIZE - 1) await plantStray(m, batcher, back.p, home, true);
     } catch (err) {
       // Redis restarting after a fault: no stray this time (or one whose
       // answer was lost: plantStray's window holds for it).
@@ -77,22 +99,19 @@ export class StrayEntry extends Step<Model> {
   }
   /** Another area with room in its group: one waiting, not due before the parcel; else an empty one; else a new one; else one due before it. */
   private async into(m: Model, r: Real, p: Parcel, batcher: Batcher): Promise<Area | null> {
-    const others = m.areas.filter((a) => a.code !== p.area);
+    const others = m.areas.filter((a) => a.client !== p.client || a.code !== p.area);
     let empty: Area | null = null;
     let sooner: Area | null = null;
     for (let k = 0; k < others.length; k++) {
       const area = others[(this.other + k) % others.length] as Area;
-      const w = await redisCall(batcher.waiting(area.code), 'stray: waiting');
+      const w = await redisCall(batcher.waiting(groupOfArea(area)), 'stray: waiting');
       if (w.count >= SIZE - 1) continue;
       if (w.firstArrival === null) empty ??= area;
       else if (w.firstArrival >= p.createdAt) return area;
       else sooner ??= area;
     }
     if (empty) return empty;
-    const index = Array.from({ length: AREAS }, (_, i) => i).find((i) => !m.areas.some((a) => a.index === i));
-    if (index === undefined) return sooner;
-    await new PutArea(index, PLATES[this.other % PLATES.length] as string).act(m, r);
-    return m.areas.find((a) => a.index === index) as Area;
+    return (await newArea(m, r, p, PLATES[this.other % PLATES.length] as string)) ?? sooner;
   }
   toString() {
     return `StrayEntry(${this.pick}, ${this.other})`;
@@ -109,9 +128,11 @@ async function plantStray(m: Model, batcher: Batcher, p: Parcel, into: Area, aim
   // intake does: a FULL batch it makes is not made out of turn.
   const from = Date.now();
   into.groupings.push({ from, to: Math.max(from, p.createdAt + MAX_WAIT_MS) + MAX_HOLD_MS + FLUSH_SLACK_MS });
-  const r = await redisCall(batcher.add(into.code, p.trackingNo, p.createdAt), 'stray: add');
-  if (r.batches.length > 0) await redisCall(batcher.restore(into.code, r.batches.flat()), 'stray: put back');
+  const group = groupOfArea(into);
+  const r = await redisCall(batcher.add(group, p.trackingNo, p.createdAt), 'stray: add');
+  if (r.batches.length > 0) await redisCall(batcher.restore(group, r.batches.flat()), 'stray: put back');
   if (r.late || !r.added) return;
   m.strays++;
-  if (aimed && !m.aimed.some((s) => s.trackingNo === p.trackingNo)) m.aimed.push({ trackingNo: p.trackingNo, into: into.code });
+  if (aimed && !m.aimed.some((s) => s.client === p.client && s.trackingNo === p.trackingNo))
+    m.aimed.push({ client: p.client, trackingNo: p.trackingNo, into: group });
 }

@@ -5,8 +5,9 @@
 import { isRedisUnavailable, redisCall } from '../../../src/core/redis-call.js';
 import { PARCELS_QUEUE } from '../../../src/modules/parcels/parcels.module.js';
 import { OnPick, type Real } from '../runner.js';
-import { Intake, PutArea } from './intake.steps.js';
-import { AREAS, type Area, FLUSH_SLACK_MS, MAX_WAIT_MS, type Model, PLATES, type Parcel, SIZE } from './model.js';
+import { Intake } from './intake.steps.js';
+import { FLUSH_SLACK_MS, MAX_WAIT_MS, type Model, PLATES, type Parcel, SIZE, areaOf } from './model.js';
+import { groupOfArea, newArea } from './stray-entry.step.js';
 
 /**
  * Plants parcel `pick` (with the arrival "now") into the group of another
@@ -31,23 +32,22 @@ export class StrayThenFill extends OnPick<Model, Parcel> {
   async act(m: Model, r: Real) {
     const p = this.picked(m);
     const batcher = r.world.batcher(PARCELS_QUEUE, { batchSize: SIZE, maxWaitMs: MAX_WAIT_MS });
-    let into = this.own ? m.areas.find((a) => a.code === p.area) : m.areas.filter((a) => a.code !== p.area)[this.other % Math.max(1, m.areas.length - 1)];
-    if (!into) {
-      const index = Array.from({ length: AREAS }, (_, i) => i).find((i) => !m.areas.some((a) => a.index === i));
-      if (index === undefined) return;
-      await new PutArea(index, PLATES[this.other % PLATES.length] as string).act(m, r);
-      into = m.areas.find((a) => a.index === index) as Area;
-    }
+    const others = m.areas.filter((a) => a.client !== p.client || a.code !== p.area);
+    const into =
+      (this.own ? areaOf(m, p.client, p.area) : others[this.other % Math.max(1, others.length)]) ??
+      (await newArea(m, r, p, PLATES[this.other % PLATES.length] as string));
+    if (!into) return;
+    const group = groupOfArea(into);
     let waiting: number;
     try {
-      waiting = (await redisCall(batcher.waiting(into.code), 'stray: waiting')).count;
+      waiting = (await redisCall(batcher.waiting(group), 'stray: waiting')).count;
       if (waiting >= SIZE - 1) return; // an add here would complete a batch this step cannot commit
       // The group's parcels, taken and put back around the stray, may make a
       // FULL batch at the put-back (held at most a maximum wait): an intake's turn.
       const from = Date.now();
       into.groupings.push({ from, to: from + 2 * MAX_WAIT_MS + FLUSH_SLACK_MS });
-      const added = await redisCall(batcher.add(into.code, p.trackingNo, from), 'stray: add');
-      if (added.batches.length > 0) await redisCall(batcher.restore(into.code, added.batches.flat()), 'stray: put back');
+      const added = await redisCall(batcher.add(group, p.trackingNo, from), 'stray: add');
+      if (added.batches.length > 0) await redisCall(batcher.restore(group, added.batches.flat()), 'stray: put back');
       if (added.late || !added.added) return;
       m.strays++;
     } catch (err) {
