@@ -162,7 +162,7 @@ describe('idempotent create', () => {
     expect(b.status).toBe(201);
     expect(b.headers['idempotent-replayed']).toBe('true');
     expect(b.body).toEqual(a.body);
-    expect(await tdb.db.order.count({ where: { idempotencyKey: { endsWith: `:${key}` } } })).toBe(1);
+    expect(await tdb.db.order.count({ where: { idempotencyKey: { endsWith: `/${key}` } } })).toBe(1);
     expect(await expiryJob(a.body.id)).not.toBeNull();
   });
 
@@ -182,7 +182,7 @@ describe('idempotent create', () => {
     const replies = await Promise.all(Array.from({ length: 8 }, () => api().post('/orders').set('Idempotency-Key', key).send(body())));
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
-    expect(await tdb.db.order.count({ where: { idempotencyKey: { endsWith: `:${key}` } } })).toBe(1);
+    expect(await tdb.db.order.count({ where: { idempotencyKey: { endsWith: `/${key}` } } })).toBe(1);
   });
 });
 
