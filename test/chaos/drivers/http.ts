@@ -67,7 +67,10 @@ export function createHttp(baseUrl: string, key: string, retryForMs = 30_000): H
         } catch {
           tally.networkErrors++;
         }
-        if (Date.now() - firstSentAt > retryForMs) throw new Error(`${method} ${path}: no answer but 503s and errors for ${retryForMs} ms`);
+        if (Date.now() - firstSentAt > retryForMs)
+          throw new Error(
+            `${method} ${path}: no answer but 503s and errors for ${retryForMs} ms (so far: 503 by code ${JSON.stringify(tally.unavailable)}, ${tally.networkErrors} network errors)`,
+          );
         await sleep(RETRY_PAUSE_MS[0] + Math.random() * (RETRY_PAUSE_MS[1] - RETRY_PAUSE_MS[0]));
       }
     },
