@@ -1,8 +1,9 @@
 // Model-based suite of appointments and their reminders: random bookings by
 // either of two clients whose remind times fall just before, at or after now,
-// moves to new slots and back to earlier ones, cancellations, a move raced
-// against a cancel, two moves at once, a move or cancel while a reminder's
-// call runs (and a move straight back), repeated bookings under their
+// moves to new slots and back to earlier ones, lead changes (the remind time
+// moved, to now if it has passed, the slot kept), cancellations, a move raced
+// against a cancel, two moves at once, a move, lead change or cancel while a
+// reminder's call runs (and a move straight back), repeated bookings under their
 // Idempotency-Key, reads, the other client reading, moving and cancelling an
 // appointment, listing its notifications and booking under its
 // Idempotency-Key value, time steps around the remind times, receiver
@@ -20,13 +21,19 @@
 //   appointment is refused, a repeated booking answers the same one, a read
 //   shows at most one reminder per slot);
 // - once settled: a slot held long enough past its remind time (and past the
-//   faults that struck meanwhile) has exactly one reminder, SENT and taken by the receiver (or refused by it, or, for a
-//   slot left later, withdrawn after the receiver failed every call); a slot given up before its
+//   faults that struck meanwhile) has exactly one reminder, SENT and taken by
+//   the receiver (or refused by it, or, for a slot left later, withdrawn after
+//   the receiver failed every call, calls made all through each hold that
+//   owed it); a slot given up before its
 //   remind time has none the receiver took; for one given up around it, the
 //   reminder is either delivered (SENT) or not (never SENT), and the record
 //   says which (or, after a fault cut its call off and the slot was left,
-//   CANCELLED saying the outcome is unknown); no reminder is written before its slot's remind time or after
-//   the slot was left for good; the receiver takes a reminder twice only when
+//   CANCELLED saying the outcome is unknown); no reminder is written before
+//   the remind time its slot had then (a lead change answered before it
+//   moved that time, and a lead that put it in the past made it the change's
+//   moment) or after the slot was left for good; a lead change's answer gives
+//   that remind time and the same slot, and keeps the slot's reminder (one
+//   call, during a call too); the receiver takes a reminder twice only when
 //   a fault cut a send off; a reminder the receiver refused (400) ends FAILED
 //   and is not called again, whatever moves follow (unless a fault cut the
 //   worker off before it recorded the refusal).
@@ -35,6 +42,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Book, BookMany, RepeatBook } from './appointments/book.steps.js';
 import { type CallReceiver, DuringCall, MoveTwice, type Then } from './appointments/during-call.steps.js';
 import type { Model } from './appointments/model.js';
+import { ChangeLead } from './appointments/lead.step.js';
 import { Cancel, Move, MoveAndCancel } from './appointments/move-cancel.steps.js';
 import { Read } from './appointments/read.step.js';
 import { settleAndCheck } from './appointments/settle-and-check.js';
@@ -63,19 +71,28 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, b]) => new Move(i, b, 0)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset).map(([i, o]) => new MoveAndCancel(i, o)) },
+  // A new lead alone: the remind time moves (to now, if it has passed), the slot stays.
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: -3_000, max: 2_500 })).map(([i, o]) => new ChangeLead(i, o)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
   // Aimed at what random moves seldom meet: a reminder's call running (or
   // failing) when its appointment moves away and back, and two moves at once.
   {
-    weight: 2,
+    weight: 3,
     arbitrary: fc
       .tuple(
         fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang', 'reject'),
-        fc.constantFrom<Then>('back', 'back', 'away', 'cancel'),
+        fc.constantFrom<Then>('back', 'back', 'back', 'away', 'cancel', 'lead'),
         offset,
         client,
       )
       .map(([k, t, o, c]) => new DuringCall(k, t, o, c)),
+  },
+  // A new lead while the reminder's call runs: the slot is held still, the call decides.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom<CallReceiver>('slowOk', 'slowOk', 'fail', 'hang'), fc.integer({ min: -3_000, max: 2_500 }), client)
+      .map(([k, o, c]) => new DuringCall(k, 'lead', o, c)),
   },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },
   // The other client's hand on an appointment, most often one of the latest
@@ -94,7 +111,7 @@ describe('appointments and reminders, model-based', () => {
       name: 'appointments',
       world: () => world,
       operations,
-      newModel: () => ({ appts: [], books: 0 }),
+      newModel: () => ({ appts: [], books: 0, leads: { changed: 0, atOnce: 0, duringCall: 0 } }),
       // Refusals too (a 400 ends a reminder FAILED for good): the 2026-11-25 review's refused reminder taken back.
       receiverKinds: RECEIVER_KINDS,
       settleAndCheck,

@@ -5,8 +5,13 @@
 // raced against each other, two pays raced, the other client paying,
 // cancelling and reading an order (and creating under its Idempotency-Key
 // value, its cancel raced with the owner's pay), an operator running an expiry
-// job now (before its deadline) or cancelling it, reads, time steps around
-// the payment windows, receiver behaviours and faults. The rules checked:
+// job now (before its deadline) or cancelling it (and the customer then paying
+// past the deadline, the order still UNPAID), the retention pass (sometimes
+// the moment a notice is on its way), the clocks set apart for a
+// while (the worker hosts' wall clocks off by seconds either way, Redis's
+// clock stepped ahead: the expiries due within the step run now), reads, time
+// steps around the payment windows, receiver behaviours and faults. The rules
+// checked:
 // - no effect crosses clients: another client's pay, cancel and read are
 //   answered at once exactly as for an unknown id (404 ORDER_NOT_FOUND) and
 //   change nothing, its create under the same key value makes an order of its
@@ -19,7 +24,11 @@
 //   for a paid order, a repeated create answers the same order;
 // - once settled: a 200 from pay means PAID for ever; every other order is
 //   CANCELLED, by the customer only if a cancel was answered 200, otherwise by
-//   the timeout and never before its deadline; one ORDER_CANCELLED row per
+//   the timeout, never before its deadline by the database clock, and (no
+//   fault from its creation, or its expiry's early run, to a second past the
+//   deadline, its job not cancelled) within a second of it: by its own job,
+//   back at the deadline however early it ran and whatever the hosts' clocks
+//   said, not left to the reconciliation pass; one ORDER_CANCELLED row per
 //   cancelled order and none for a paid one, SENT, and the receiver took it
 //   (twice at most when a fault cut a send off, never otherwise);
 // - the retention pass (run with a cutoff of now, amid the rest) deletes only
@@ -29,6 +38,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
+import { SkewClocks, WORKERS } from './orders/clock.step.js';
 import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
 import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainstForeignCancel } from './orders/cross-client.steps.js';
 import type { Model } from './orders/model.js';
@@ -41,7 +51,7 @@ import { MODEL_CLIENTS, type ModelClient, type World, startWorld } from './world
 
 let world: World;
 beforeAll(async () => {
-  world = await startWorld('orders');
+  world = await startWorld('orders', WORKERS, { clocks: true });
 }, 120_000);
 afterAll(async () => {
   await world?.close();
@@ -49,6 +59,13 @@ afterAll(async () => {
 
 const window = fc.constantFrom<1 | 2>(1, 2);
 const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
+// A worker host's clock off by seconds (past the payment windows), ahead most
+// often (where a time taken from it would bring an expiry back late), or right.
+const hostOffset = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 1_000, max: 6_000 }) },
+  { weight: 2, arbitrary: fc.integer({ min: -6_000, max: -1_000 }) },
+  { weight: 1, arbitrary: fc.constant(0) },
+);
 
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(window, client).map(([t, c]) => new Create(t, c)) },
@@ -58,13 +75,34 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((i) => new Cancel(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new PayAndCancel(i)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new Read(i)) },
-  { weight: 1, arbitrary: fc.constant(new Retention()) },
+  { weight: 1, arbitrary: fc.boolean().map((racing) => new Retention(racing)) },
   // Races and an operator's hand on the expiry jobs: an expiry that runs
   // before its deadline (run-now) must leave the order open.
   { weight: 1, arbitrary: fc.tuple(window, fc.integer({ min: 2, max: 5 }), client).map(([t, n, c]) => new CreateTogether(t, n, c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new PayTwice(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new RunExpiryNow(i)) },
-  { weight: 1, arbitrary: fc.nat().map((i) => new CancelExpiryJob(i)) },
+  // An expiry job cancelled (Redis losing it), and the order then paid past
+  // its deadline while still UNPAID: only the pay's deadline guard refuses it.
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.nat(), fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: fc.integer({ min: 200, max: 700 }) }))
+      .map(([i, late]) => new CancelExpiryJob(i, late)),
+  },
+  // The clocks apart for a while: each worker host's off by seconds either
+  // way (or right), an order made meanwhile, and Redis's clock stepped ahead
+  // past its deadline (the expiries due within the step run now).
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        fc.array(hostOffset, { minLength: WORKERS, maxLength: WORKERS }),
+        fc.integer({ min: 1_000, max: 5_000 }),
+        window,
+        fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 2_000, max: 3_500 }) }),
+      )
+      .map(([offsets, forMs, t, ahead]) => new SkewClocks(offsets, forMs, t, ahead)),
+  },
   // The other client's hand on an order, most often one of the latest (still
   // open: where a missing client condition would pay or cancel it).
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([i, recent]) => new ForeignPay(i, recent)) },
@@ -80,7 +118,7 @@ describe('orders, model-based', () => {
       name: 'orders',
       world: () => world,
       operations,
-      newModel: () => ({ orders: [] }),
+      newModel: () => ({ orders: [], clockSteps: 0 }),
       settleAndCheck,
       runs: 8,
       maxCommands: 40,

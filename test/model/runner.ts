@@ -13,6 +13,7 @@
 // The summary line of each suite says how many runs it covered, its steps
 // (operations) and, apart, its client operations by step, its faults and how
 // often each excuse rule fired (each firing is also logged as it happens).
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import {
   FAULT_KINDS,
@@ -64,6 +65,40 @@ export function cutOffBy(r: Real, call: { at: number; answeredAt?: number | unde
   if (ended) return ended.kind === 'killWorker' ? 'worker killed during its call' : 'worker stopped during its call';
   if (keptOutcomeLost(r, answered)) return 'kept outcome lost';
   return null;
+}
+
+/** Each world's answer to a request for an id nothing has, by request ('get', 'pay', ...): its status and body, the id taken out. */
+const unknownAnswers = new WeakMap<World, Map<string, string>>();
+
+/** An answer's status and body with `id` taken out wherever it is named: answers about two ids compared as one. */
+const withoutId = (res: Reply, id: string) => `${res.status} ${JSON.stringify(res.body).replaceAll(id, '<id>')}`;
+
+/**
+ * Holds another client's request `what` for the object `id` (`send`: that
+ * request for a given id) to the rule that no effect crosses clients:
+ * answered as `expected` says, and exactly as the same request for an id
+ * nothing has (the same status and body but for the id), so the answer gives
+ * no sign that the object exists. `by` names the request in a failure.
+ */
+export async function answeredAsUnknown(
+  r: Real,
+  what: string,
+  by: string,
+  id: string,
+  send: (id: string) => Promise<Reply>,
+  expected: (res: Reply) => boolean,
+): Promise<void> {
+  const res = await send(id);
+  if (!expected(res)) fail(by, res);
+  const known = unknownAnswers.get(r.world) ?? new Map<string, string>();
+  unknownAnswers.set(r.world, known);
+  let unknown = known.get(what);
+  if (unknown === undefined) {
+    const other = randomUUID();
+    unknown = withoutId(await send(other), other);
+    known.set(what, unknown);
+  }
+  if (withoutId(res, id) !== unknown) fail(`${by}: not the answer to an unknown id (${unknown})`, res);
 }
 
 /** Notes that an excuse rule accepted what a rule forbids: logged, and counted in the suite's summary. */

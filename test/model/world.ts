@@ -14,8 +14,10 @@
 // refusing every connection for 3 s (an outage: a SENT mark outlasts its
 // retries), and every open Redis connection gone silent (a path that drops
 // packets without a reset).
+// A world started with `clocks` can also set a service host's wall clock off
+// (host-clock.mjs, loaded first in each of its processes).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/core/free-port.js';
@@ -102,6 +104,10 @@ const ENV: Readonly<Record<string, string>> = {
 
 export type FaultSpan = { kind: FaultKind; from: number; to: number };
 
+/** A service host whose wall clock a world started with `clocks` can set off: the API's, or a worker's by its place in the pool. */
+export type Host = 'api' | number;
+const HOST_CLOCK = new URL('./host-clock.mjs', import.meta.url).href;
+
 /** What happened in a run, for its check and the suite's summary. */
 export type RunLog = {
   /** Every step: client operations, waits, receiver changes and faults. */
@@ -135,6 +141,8 @@ export type World = {
   startRun(): RunLog;
   receiver(kind: ReceiverKind): void;
   fault(kind: FaultKind, run: RunLog): Promise<void>;
+  /** Sets `host`'s wall clock `offsetMs` off (0: right again), a restarted process's too; only in a world started with `clocks`. */
+  setClock(host: Host, offsetMs: number): void;
   /** Waits until no fault is still being repaired by the world itself (a worker restarting). */
   quiesce(): Promise<void>;
   /** The service processes that ended without a fault ending them (a crash), each with how and the end of its output. */
@@ -155,13 +163,17 @@ const receiverAnswer: Record<ReceiverKind, Answer> = {
   reject: 'reject',
 };
 
-export async function startWorld(name: string, workers = 2): Promise<World> {
+export async function startWorld(name: string, workers = 2, o: { clocks?: boolean } = {}): Promise<World> {
   const tdb = await createTestDb(`model_${name}`);
   const redis: PrivateRedis = await startPrivateRedis([], { aof: true });
   const proxy: TcpProxy = await startTcpProxy({ port: redis.port });
   const webhook = await startWebhook();
   const aof = sampleAof(redis);
   const port = await freePort();
+  // One file per host, read by host-clock.mjs in its process (and in the one that replaces it).
+  const clockDir = o.clocks ? mkdtempSync(join(tmpdir(), 'ots-clocks-')) : null;
+  const clockEnv = (host: Host): Record<string, string> =>
+    clockDir ? { MODEL_CLOCK_FILE: join(clockDir, String(host)), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOST_CLOCK}`.trim() } : {};
   const env = {
     ...ENV,
     DATABASE_URL: tdb.url,
@@ -172,8 +184,8 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
     NOTIFY_WEBHOOK_URL: webhook.url,
   };
   const started = await Promise.all([
-    startChildService('api', { ...env, PORT: String(port) }),
-    ...Array.from({ length: workers }, () => startChildService('worker', env)),
+    startChildService('api', { ...env, PORT: String(port), ...clockEnv('api') }),
+    ...Array.from({ length: workers }, (_, i) => startChildService('worker', { ...env, ...clockEnv(i) })),
   ]);
   let api = started[0] as ChildService;
   const pool = started.slice(1);
@@ -294,6 +306,13 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
         span.to = Date.now();
       }
     },
+    setClock(host, offsetMs) {
+      if (!clockDir) throw new Error('a world started without clocks');
+      const file = join(clockDir, String(host));
+      // Replaced whole: a reader never sees a file half written.
+      writeFileSync(`${file}.next`, String(offsetMs));
+      renameSync(`${file}.next`, file);
+    },
     async quiesce() {
       await restarting;
       // Test connections too were cut by a terminate: the first query may fail.
@@ -345,6 +364,7 @@ export async function startWorld(name: string, workers = 2): Promise<World> {
       direct?.disconnect();
       await redis.stop();
       await tdb.drop();
+      if (clockDir) rmSync(clockDir, { recursive: true, force: true });
     },
   };
 }

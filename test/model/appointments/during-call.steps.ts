@@ -4,6 +4,7 @@ import type { ModelClient, ReceiverKind } from '../world.js';
 import { type Real, Step } from '../runner.js';
 import { OnAppt, book } from './book.steps.js';
 import { type Model, fail, startAt } from './model.js';
+import { applyLead, leadFor } from './lead.step.js';
 import { applyCancel, applyMove } from './move-cancel.steps.js';
 
 /** The receiver while the reminder is called: a slow success, failures, a call that hangs to its timeout, or a refusal. */
@@ -14,16 +15,22 @@ const LOOK_MS = 2_000;
 const LEAD_S = 5;
 const START_IN_MS = 4_000;
 
-/** What the appointment does while its reminder is called: moves away and straight back, moves away, or is cancelled. */
-export type Then = 'back' | 'away' | 'cancel';
+/**
+ * What the appointment does while its reminder is called: moves away and
+ * straight back, moves away, is cancelled, or changes only its lead (the slot
+ * held still: its reminder is not withdrawn).
+ */
+export type Then = 'back' | 'away' | 'cancel' | 'lead';
 
 /**
- * A booking due at once whose appointment is moved or cancelled while the
- * reminder's call runs (or after it failed): the withdrawal must leave a
- * running call to decide (SENT if it went through, whatever the slot did
- * meanwhile, and never a second call), and a move back must take a withdrawn
- * reminder back, or the held slot loses it (a refused one stays refused). The receiver is set as a
- * Receiver step would set it, and stays so.
+ * A booking due at once whose appointment is moved, cancelled or given a new
+ * lead while the reminder's call runs (or after it failed): a lead change
+ * keeps the slot and its reminder (one call, SENT if it went through); the
+ * withdrawal must leave a running call to decide (SENT if it went through,
+ * whatever the slot did meanwhile, and never a second call), and a move back
+ * must take a withdrawn reminder back, or the held slot loses it (a refused
+ * one stays refused). The receiver is set as a Receiver step would set it,
+ * and stays so.
  */
 export class DuringCall extends Step<Model> {
   constructor(
@@ -47,6 +54,11 @@ export class DuringCall extends Step<Model> {
       await new Promise((res) => setTimeout(res, 10));
     }
     if (this.then === 'cancel') return applyCancel(a, await r.world.httpAs(a.client).send('POST', `/appointments/${a.id}/cancel`));
+    if (this.then === 'lead') {
+      const lead = leadFor(a, this.awayOffsetMs);
+      m.leads.duringCall++;
+      return applyLead(m, a, lead, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { remindBeforeSeconds: lead }));
+    }
     const away = startAt(a.leadMs, this.awayOffsetMs);
     applyMove(a, away, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: away }));
     if (this.then === 'away') return;
@@ -55,7 +67,13 @@ export class DuringCall extends Step<Model> {
     applyMove(a, home, back);
   }
   toString() {
-    return `DuringCall(${this.receiver}, ${this.then}${this.then === 'cancel' ? '' : `, away to remind in ${this.awayOffsetMs} ms`}, ${this.as})`;
+    const how = {
+      back: `, away to remind in ${this.awayOffsetMs} ms`,
+      away: `, away to remind in ${this.awayOffsetMs} ms`,
+      cancel: '',
+      lead: `, to remind in ${this.awayOffsetMs} ms`,
+    };
+    return `DuringCall(${this.receiver}, ${this.then}${how[this.then]}, ${this.as})`;
   }
 }
 

@@ -2,10 +2,9 @@
 // slots it held, when, and each one's remind time; the margins its rules
 // allow; how a step opens and closes a slot in it (open, close); and how
 // another client's request for it is judged (asUnknown).
-import { randomUUID } from 'node:crypto';
 import type { Reply } from '../../chaos/drivers/http.js';
-import { EPS_MS, type Real, SETTLE_MS, fail } from '../runner.js';
-import { MODEL_CLIENTS, type ModelClient, type World } from '../world.js';
+import { EPS_MS, type Real, SETTLE_MS, answeredAsUnknown, fail } from '../runner.js';
+import { MODEL_CLIENTS, type ModelClient } from '../world.js';
 
 // Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
 export { EPS_MS, SETTLE_MS, fail };
@@ -27,8 +26,12 @@ export type Appt = {
   /** Moves and cancels the other client sent it (each answered 404, changing nothing). */
   foreign: { move: number; cancel: number };
 };
-/** `books`: bookings sent, refused ones too (each sends a key of its own). */
-export type Model = { appts: Appt[]; books: number };
+/**
+ * `books`: bookings sent, refused ones too (each sends a key of its own);
+ * `leads`: lead changes answered 200, those whose remind time had passed
+ * (reminded at once), and those made during a reminder's call.
+ */
+export type Model = { appts: Appt[]; books: number; leads: { changed: number; atOnce: number; duringCall: number } };
 
 /** A start `offsetMs` after now + lead: its remind time lies `offsetMs` from now (or now, if that passed). */
 export const startAt = (leadMs: number, offsetMs: number) => new Date(Date.now() + Math.max(leadMs + offsetMs, MIN_AHEAD_MS + 600)).toISOString();
@@ -58,28 +61,11 @@ export const notFound = (res: Reply) => res.status === 404 && res.body.code === 
 /** Another client's list of an appointment's notifications: empty, as an unknown id's. */
 export const noneListed = (res: Reply) => res.status === 200 && Array.isArray(res.body.notifications) && res.body.notifications.length === 0;
 
-/** Each world's answer to a request for an id no appointment has, by request ('get', 'move', ...): its status and body, the id taken out. */
-const unknownAnswers = new WeakMap<World, Map<string, string>>();
-
-const withoutId = (res: Reply, id: string) => `${res.status} ${JSON.stringify(res.body).replaceAll(id, '<id>')}`;
-
 /**
  * Holds the other client's request `what` for appointment `a` (`send`: that
  * request for a given id) to the rule: answered as `expected` says, and
- * exactly as the same request for an id no appointment has (the same status
- * and body but for the id): no sign that the appointment exists.
+ * exactly as the same request for an id no appointment has.
  */
-export async function asUnknown(a: Appt, r: Real, what: string, send: (id: string) => Promise<Reply>, expected: (res: Reply) => boolean): Promise<void> {
-  const res = await send(a.id);
-  const by = `${what} ${a.id} (of ${a.client}) by ${otherClient(a.client)}`;
-  if (!expected(res)) fail(by, res);
-  const known = unknownAnswers.get(r.world) ?? new Map<string, string>();
-  unknownAnswers.set(r.world, known);
-  let unknown = known.get(what);
-  if (unknown === undefined) {
-    const id = randomUUID();
-    unknown = withoutId(await send(id), id);
-    known.set(what, unknown);
-  }
-  if (withoutId(res, a.id) !== unknown) fail(`${by}: not the answer to an unknown id (${unknown})`, res);
+export function asUnknown(a: Appt, r: Real, what: string, send: (id: string) => Promise<Reply>, expected: (res: Reply) => boolean): Promise<void> {
+  return answeredAsUnknown(r, what, `${what} ${a.id} (of ${a.client}) by ${otherClient(a.client)}`, a.id, send, expected);
 }

@@ -65,6 +65,9 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     deliveredTwice: 0,
     refused: 0,
     outcomeUnknown: 0,
+    leadChanges: m.leads.changed,
+    leadChangesRemindingAtOnce: m.leads.atOnce,
+    leadChangesDuringCall: m.leads.duringCall,
   };
   for (const a of m.appts) {
     const mine = rows.filter((n) => n.appointmentId === a.id);
@@ -85,7 +88,10 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
         continue;
       }
       const at = n.createdAt.getTime();
-      if (at < Math.min(...held.map((h) => h.remindAt)) - EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written before the slot's remind time`);
+      // Written while the slot was held, at or past the remind time it had
+      // then (a lead change moves that time and keeps the slot's hold).
+      if (!held.some((h) => at >= h.remindAt - EPS_MS && at >= h.from - EPS_MS && at <= h.untilHigh + EPS_MS))
+        p.add(`appointment ${a.id}: reminder ${n.id} written before the slot's remind time`);
       if (at > Math.max(...held.map((h) => h.untilHigh)) + EPS_MS) p.add(`appointment ${a.id}: reminder ${n.id} written after the slot was left`);
       const got = delivered.get(n.id) ?? 0;
       if (
@@ -126,9 +132,14 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
         // failed every call (a reminder of a slot left is not sent any more;
         // found by the appointments soak, 2026-11-24: a receiver failing for
         // 12 s, then a move).
+        // The calls must have gone on through each hold it was owed in: one
+        // withdrawn at an earlier leave and never taken back when the slot
+        // was held again is not called meanwhile, and not excused so.
         const heldToEnd = !a.cancelled && a.current === startsAt;
-        const tried = n ? r.world.webhook.calls.filter((c) => c.body.id === n.id).length : 0;
-        const withdrawnAfterTries = !heldToEnd && n?.status === 'CANCELLED' && tried > 0 && (delivered.get(n.id) ?? 0) === 0;
+        const calls = n ? r.world.webhook.calls.filter((c) => c.body.id === n.id) : [];
+        const tried = calls.length;
+        const triedWhileOwed = held.filter(isOwed).every((h) => calls.some((c) => c.at >= h.from && c.at <= h.untilHigh));
+        const withdrawnAfterTries = !heldToEnd && n?.status === 'CANCELLED' && triedWhileOwed && (delivered.get(n.id) ?? 0) === 0;
         // Or refused by the receiver: FAILED (CANCELLED if refused during a call made after the slot was left).
         const refused = n !== undefined && refusedAt(n.id) !== undefined && (n.status === 'FAILED' || (!heldToEnd && n.status === 'CANCELLED'));
         if (!n || (n.status !== 'SENT' && !withdrawnAfterTries && !refused))

@@ -1,10 +1,9 @@
 // The orders model suite's model: what the suite knows of its orders (each
 // its client's), the clock tolerance its rules allow, and the answers every
 // step reads the same way (fail, gone, notFound).
-import { randomUUID } from 'node:crypto';
 import type { Reply } from '../../chaos/drivers/http.js';
-import { EPS_MS, type Real, SETTLE_MS, fail } from '../runner.js';
-import { MODEL_CLIENTS, type ModelClient, type World } from '../world.js';
+import { EPS_MS, type Real, SETTLE_MS, answeredAsUnknown, fail } from '../runner.js';
+import { MODEL_CLIENTS, type ModelClient } from '../world.js';
 
 // Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
 export { EPS_MS, SETTLE_MS, fail };
@@ -29,38 +28,25 @@ export type Order = {
   foreign: { pay: number; cancel: number };
   /** Deleted by a retention pass: as last seen if it was settled then ('unknown' if not: it settled in the moment between). */
   purged?: Seen | 'unknown';
+  /** When its expiry job was last made due before its deadline (run-now, a clock step), and whether one was cancelled: how it must come back. */
+  expiry?: { ranEarlyAt?: number; jobCancelled?: boolean };
 };
-export type Model = { orders: Order[] };
+/** `clockSteps`: SkewClocks steps taken (counted in the summary). */
+export type Model = { orders: Order[]; clockSteps: number };
 
 /** The client that does not own an order: its requests must find nothing. */
 export function otherClient(c: ModelClient): ModelClient {
   return MODEL_CLIENTS.find((x) => x !== c) as ModelClient;
 }
 
-/** Each world's answer to a request for an id no order has, by operation ('pay', 'cancel', 'get'), its id taken out. */
-const unknownAnswers = new WeakMap<World, Map<string, string>>();
-
-/** `body` with `id` taken out wherever it is named: answers about two ids compared as one. */
-const withoutId = (body: Record<string, unknown>, id: string) => JSON.stringify(body).replaceAll(id, '<id>');
-
 /**
  * Holds another client's request for order `o` (`send`: that request for a
  * given id) to the rule: answered exactly as an id no order has (404
  * ORDER_NOT_FOUND, and the same problem body but for the id).
  */
-export async function notFound(o: Order, r: Real, what: string, send: (id: string) => Promise<Reply>): Promise<void> {
-  const res = await send(o.id);
+export function notFound(o: Order, r: Real, what: string, send: (id: string) => Promise<Reply>): Promise<void> {
   const by = `${what} ${o.id} (of ${o.client}) by ${otherClient(o.client)}`;
-  if (res.status !== 404 || res.body.code !== 'ORDER_NOT_FOUND') fail(by, res);
-  const known = unknownAnswers.get(r.world) ?? new Map<string, string>();
-  unknownAnswers.set(r.world, known);
-  let unknown = known.get(what);
-  if (unknown === undefined) {
-    const id = randomUUID();
-    unknown = withoutId((await send(id)).body, id);
-    known.set(what, unknown);
-  }
-  if (withoutId(res.body, o.id) !== unknown) fail(`${by}: not the answer to an unknown id (${unknown})`, res);
+  return answeredAsUnknown(r, what, by, o.id, send, (res) => res.status === 404 && res.body.code === 'ORDER_NOT_FOUND');
 }
 
 /** An order retention deleted is answered 404 from then on. */

@@ -2,8 +2,43 @@
 // notices to settle, reads them once and holds them to the rules, the rule
 // that no effect crosses clients first.
 import { type Real, problems, repeatExplained, settled } from '../runner.js';
-import { MODEL_CLIENTS } from '../world.js';
+import { type FaultSpan, MODEL_CLIENTS } from '../world.js';
+import { rightClocks } from './clock.step.js';
 import { type Model, type Order, SETTLE_MS, type Seen } from './model.js';
+
+/**
+ * How late past its deadline a timeout may cancel an order: done by its own
+ * expiry job (back at the deadline the database measured, if it ran early,
+ * whatever the hosts' clocks say), never left to the reconciliation pass,
+ * which takes only orders a second or more past their deadline.
+ */
+const ON_TIME_MS = 1_000;
+/**
+ * How long a fault may delay an expiry after its step ended: a silenced
+ * connection found dead (the socket timeout), a worker's replacement
+ * starting beside the other (CPU on a loaded host), connections made again.
+ * Killing the API delays no expiry.
+ */
+const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 'silenceRedis' ? 2_000 : 1_000);
+
+/**
+ * Whether order `o`, cancelled by its timeout at `cancelledAt`, was
+ * cancelled in time: null when not judged (its expiry job cancelled, or a
+ * fault from its creation, or its expiry's early run, to the bound), else how
+ * late and whether within the bound.
+ */
+function onTime(o: Order, cancelledAt: number, r: Real): { lateMs: number; ok: boolean } | null {
+  if (o.expiry?.jobCancelled) return null;
+  const from = o.expiry?.ranEarlyAt ?? o.expiresAt - Number(o.body.paymentTimeoutSeconds) * 1_000;
+  const until = o.expiresAt + ON_TIME_MS;
+  const near = r.run.faultSpans.some((f) => {
+    const tail = faultTailMs(f);
+    return tail !== null && f.from <= until && f.to + tail >= from;
+  });
+  if (near) return null;
+  const lateMs = cancelledAt - o.expiresAt;
+  return { lateMs, ok: lateMs <= ON_TIME_MS };
+}
 
 /**
  * What of order `o` (its row and notices) shows another client's effect: a
@@ -24,6 +59,7 @@ function crossed(o: Order, row: Seen['row'], notes: Seen['notes']): string[] {
 }
 
 export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
+  rightClocks(r.world);
   const ids = m.orders.map((o) => o.id);
   const db = r.world.db;
   const calm = await settled(async () => {
@@ -47,6 +83,9 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     delivered: 0,
     deliveredTwice: 0,
     purged: 0,
+    clockSteps: m.clockSteps,
+    onTimeJudged: 0,
+    onTimeJudgedAfterEarlyRun: 0,
   };
   for (const o of m.orders) {
     if (o.purged) {
@@ -87,6 +126,15 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
       counts.cancelledByTimeout++;
       const early = o.expiresAt - (row.cancelledAt?.getTime() ?? 0);
       if (early > 0) p.add(`order ${o.id}: cancelled for timeout ${early} ms before its deadline`);
+      const judged = onTime(o, row.cancelledAt?.getTime() ?? 0, r);
+      if (judged) {
+        counts.onTimeJudged++;
+        if (o.expiry?.ranEarlyAt !== undefined) counts.onTimeJudgedAfterEarlyRun++;
+        if (!judged.ok) {
+          const how = o.expiry?.ranEarlyAt === undefined ? '' : `, its expiry run ${o.expiresAt - o.expiry.ranEarlyAt} ms early`;
+          p.add(`order ${o.id}: cancelled for timeout ${judged.lateMs} ms after its deadline${how}, without a fault`);
+        }
+      }
     }
     if (mine.length !== 1) {
       p.add(`order ${o.id}: ${mine.length} cancellation notices`);
