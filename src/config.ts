@@ -31,6 +31,25 @@ const webhookSecrets = z.string().transform((v, ctx) => {
   }
 });
 
+const retryDelays = (example: string) =>
+  z
+    .string()
+    .regex(/^\d+(,\d+)*$/, `must be comma-separated milliseconds, e.g. ${example}`)
+    .transform((v) => v.split(',').map(Number));
+
+/** A comma-separated list (empty: none), each item checked by `item`. */
+const list = (item: RegExp, what: string) =>
+  z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((xs) => xs.every((x) => item.test(x)), `must be a comma-separated list of ${what}`)
+    .default([]);
+
 const schema = z.object({
   // HTTP port of the API.
   PORT: int(0, 65_535).default(3_000),
@@ -182,18 +201,33 @@ const schema = z.object({
   NOTIFY_REMINDERS_WEBHOOK_SECRET: webhookSecrets.optional(),
   NOTIFY_BATCHES_WEBHOOK_URL: webhookUrl.optional(),
   NOTIFY_BATCHES_WEBHOOK_SECRET: webhookSecrets.optional(),
-  // A webhook call that takes longer fails (and is retried).
+  // An outbound call that takes longer fails (and is retried): a notification's or a timer's webhook, a broker's confirm of a timer.
   NOTIFY_TIMEOUT_MS: int(100, 120 * SECOND).default(5 * SECOND),
   // Spacing of delivery retries; the last step repeats.
-  NOTIFY_RETRY_DELAYS_MS: z
-    .string()
-    .regex(/^\d+(,\d+)*$/, 'must be comma-separated milliseconds, e.g. 5000,10000,30000,60000')
-    .transform((v) => v.split(',').map(Number))
-    .default([5_000, 10_000, 30_000, 60_000]),
+  NOTIFY_RETRY_DELAYS_MS: retryDelays('5000,10000,30000,60000').default([5_000, 10_000, 30_000, 60_000]),
   // Fraction of random shortening of each retry delay (0 = exact spacing).
   NOTIFY_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.1),
   // Delivery attempts before a notification is FAILED and dead-lettered.
   NOTIFY_MAX_ATTEMPTS: int(1, 100).default(8),
+  // Timers (docs/api/timers.md): the only targets a client's timer may name.
+  // Webhook hosts as host or host:port (a host alone allows its default ports,
+  // 80 and 443); AMQP exchange names; NATS subject prefixes ("orders." allows
+  // "orders.paid"; a prefix without a trailing dot or ">" is a whole subject).
+  // Empty (the default): that target kind is refused.
+  TIMER_WEBHOOK_HOSTS: list(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, 'host or host:port'),
+  TIMER_AMQP_EXCHANGES: list(/^[A-Za-z0-9_.:-]{1,255}$/, 'exchange names'),
+  TIMER_NATS_SUBJECTS: list(/^[A-Za-z0-9_.:>*-]{1,255}$/, 'subjects or subject prefixes'),
+  // The brokers of the AMQP and NATS targets. Unset: that target kind is refused (422), the service runs without it.
+  AMQP_URL: z.url({ protocol: /^amqps?$/, error: 'must be an amqp:// or amqps:// URL' }).optional(),
+  NATS_URL: z.url({ protocol: /^(nats|tls)$/, error: 'must be a nats:// or tls:// URL' }).optional(),
+  // Spacing of a timer's delivery retries per target kind; the last step repeats.
+  TIMER_WEBHOOK_RETRY_DELAYS_MS: retryDelays('1000,5000,30000').default([1_000, 5_000, 10_000, 30_000, 60_000]),
+  TIMER_AMQP_RETRY_DELAYS_MS: retryDelays('500,2000,10000').default([500, 2_000, 5_000, 10_000, 30_000]),
+  TIMER_NATS_RETRY_DELAYS_MS: retryDelays('500,2000,10000').default([500, 2_000, 5_000, 10_000, 30_000]),
+  // Delivery attempts of a timer that names none, before it is FAILED and dead-lettered.
+  TIMER_MAX_ATTEMPTS: int(1, 100).default(8),
+  // How often timers whose delivery job was lost are scheduled again.
+  TIMER_RELAY_INTERVAL_SECONDS: int(1, 86_400).default(30),
   // A delivery area is flushed into a batch for its vehicle at this many waiting parcels...
   PARCEL_BATCH_SIZE: int(1, 1_000).default(10),
   // ...or when its first waiting parcel has waited this long (fractions allowed).

@@ -14,6 +14,7 @@ import type { Config } from './config.js';
 import { type ApiKeyStore, apiKeyStore } from './core/auth/api-keys.js';
 import { SCOPES } from './core/auth/scopes.js';
 import { DEFAULT_CLIENT } from './core/auth/api-key-input.js';
+import { type ClientWebhookSecrets, createClientWebhookSecrets } from './core/client-webhook-secrets.js';
 import { createDb } from './core/db.js';
 import { startEmbeddedDb } from './core/embedded-db.js';
 import type { Logger } from './core/logger.js';
@@ -28,6 +29,7 @@ import type { Notifier } from './modules/notifications/notifier.js';
 import { createOrdersModule } from './modules/orders/orders.module.js';
 import { createParcelsModule } from './modules/parcels/parcels.module.js';
 import { createReportsModule } from './modules/reports/reports.module.js';
+import { createTimersModule } from './modules/timers/timers.module.js';
 import { checkEvictionPolicy, checkQueueLayout } from './queue/index.js';
 
 /** Connections of the parcel flusher's own pool (worker roles on an outside database). */
@@ -43,12 +45,14 @@ export type RunningService = {
   /** Port the API listens on (0 when the role has no API). */
   readonly port: number;
   readonly modules: readonly ServiceModule[];
-  /** The module of that name (orders, appointments, parcels, notifications, reports); throws for another. */
+  /** The module of that name (orders, appointments, parcels, notifications, reports, timers); throws for another. */
   module(name: string): ServiceModule;
   /** The express app, when the role serves the API (tests walk its routes). */
   readonly app?: Express;
   /** The shared Redis connection (API calls, producers). */
   readonly redis?: RedisClient;
+  /** The clients' webhook signing secrets (absent in the migrate role): the admin API's, and the timers' signing keys. */
+  readonly clientSecrets?: ClientWebhookSecrets;
   stop(): Promise<void>;
 };
 
@@ -79,6 +83,7 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   const db = config.DATABASE_URL ? createDb(databaseUrl, config.DATABASE_POOL_SIZE) : createDb(databaseUrl, 1, 1);
   stack.push({ name: 'postgres', stop: () => db.$disconnect() });
   if (embeddedDir) await ensureDevelopmentKey(apiKeyStore(db), embeddedDir, log);
+  const clientSecrets = createClientWebhookSecrets(db);
   // Deadline-bound background work (the parcel flusher) gets connections of its
   // own in the worker roles; the embedded database has a single connection.
   // Its commits run side by side: while some wait for a slow WAL flush, the
@@ -126,6 +131,7 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
     parcels,
     notifications,
     reports,
+    createTimersModule({ db, redis, config, log, keysFor: (client) => clientSecrets.keysFor(client) }),
   ];
 
   await duringStartUp(
@@ -147,9 +153,9 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
       recentBatches: (limit: number, client?: string) => parcels.service.recentBatches(limit, client),
       dailyReports: (limit: number) => reports.latest(limit),
     };
-    http = await startHttp({ config, log, redis, db, modules, metrics, reads, stack });
+    http = await startHttp({ config, log, redis, db, modules, metrics, reads, clientSecrets, stack });
   }
-  return { ...http, modules, module: moduleOf(modules), redis, stop };
+  return { ...http, modules, module: moduleOf(modules), redis, clientSecrets, stop };
 }
 
 function moduleOf(modules: readonly ServiceModule[]): (name: string) => ServiceModule {

@@ -10,6 +10,7 @@ import { loadShedder } from '../core/http/load-shed.js';
 import { metricsApp } from '../core/http/metrics.routes.js';
 import { publicLimit } from '../core/http/public-limit.js';
 import { rateLimit } from '../core/rate-limit.js';
+import type { ClientWebhookSecrets } from '../core/client-webhook-secrets.js';
 import type { Config } from '../config.js';
 import type { Db } from '../core/db.js';
 import type { Logger } from '../core/logger.js';
@@ -30,6 +31,8 @@ export async function startHttp(o: {
   metrics: Metrics;
   /** What the operators' API reads besides the queues (the latest batches and daily reports). */
   reads: Pick<AdminDeps, 'recentBatches' | 'dailyReports'>;
+  /** The clients' webhook signing secrets, which the operators' API makes and deletes. */
+  clientSecrets: ClientWebhookSecrets;
   stack: Stack;
 }): Promise<{ port: number; app: Express }> {
   const { config, log } = o;
@@ -40,6 +43,7 @@ export async function startHttp(o: {
       ...operatorRoutes({
         queues: o.modules.map((m) => m.queue),
         keys,
+        secrets: o.clientSecrets,
         redrives: Object.fromEntries(o.modules.flatMap((m) => (m.redrives ? [[m.queue.name, m.redrives]] : []))),
         token: config.ADMIN_TOKEN,
         lateness: createLatenessReader(o.redis, config.QUEUE_PREFIX),

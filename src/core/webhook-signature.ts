@@ -1,4 +1,4 @@
-// Signs outgoing webhooks per the Standard Webhooks specification
+// Signs outgoing webhooks (notifications', timers') per the Standard Webhooks specification
 // (https://www.standardwebhooks.com): a receiver checks with any of its
 // libraries that the call is ours and recent. Signed content is
 // "<webhook-id>.<webhook-timestamp>.<body>", HMAC-SHA256 with each secret,

@@ -55,9 +55,10 @@ function documentedVariables(markdown: string): Map<string, string> {
   return rows;
 }
 
-/** A default as the page writes it: `value`, or "unset". */
+/** A default as the page writes it: `value`, "unset", or "empty" (a list). */
 function shownDefault(value: unknown): string {
   if (value === undefined) return 'unset';
+  if (Array.isArray(value) && value.length === 0) return 'empty';
   return `\`${Array.isArray(value) ? value.join(',') : String(value)}\``;
 }
 

@@ -29,6 +29,7 @@ const app = createApp({
     queues: [createQueue(redis, { name, types: { t: {} } })],
     token: TOKEN,
     keys: keysNotUsedHere,
+    secrets: { create: notUsed, list: notUsed, remove: notUsed, keysFor: notUsed },
     lateness: { read: async () => [] },
     recentBatches: async () => [],
     dailyReports: async () => [],

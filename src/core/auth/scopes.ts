@@ -11,6 +11,8 @@ export const SCOPES = [
   'parcels:write',
   'areas:write',
   'notifications:read',
+  'timers:read',
+  'timers:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

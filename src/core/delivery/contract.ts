@@ -4,7 +4,7 @@
 // The statements that change a row are the other files of this folder.
 import { Prisma } from '../../generated/prisma/client.js';
 
-export const NOTIFICATION_KINDS = ['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED'] as const;
+export const NOTIFICATION_KINDS = ['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED', 'TIMER'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
 /**
@@ -17,7 +17,7 @@ export const NOTIFICATION_STATUSES = ['PENDING', 'SENDING', 'SENT', 'FAILED', 'C
 export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 
 /** The subject column of a row: what business object it announces. */
-export type DeliverySubject = 'order_id' | 'appointment_id' | 'batch_id';
+export type DeliverySubject = 'order_id' | 'appointment_id' | 'batch_id' | 'timer_id';
 
 /** The dedupe key of each kind's row: one per business event (a unique index holds it). */
 export const dedupeKey = {
@@ -25,6 +25,8 @@ export const dedupeKey = {
   /** One reminder per slot: the appointment and the start it was written for. */
   appointmentReminder: (appointmentId: string, startsAtMs: number) => `appointment-reminder:${appointmentId}:${startsAtMs}`,
   batchDispatched: (batchId: string) => `batch-dispatched:${batchId}`,
+  /** One row per firing of a timer: its first, second, ... */
+  timerFiring: (timerId: string, firing: number) => `timer:${timerId}:${firing}`,
 } as const;
 
 /**
@@ -37,6 +39,7 @@ export const dedupeKeySql = {
   appointmentReminder: (appointmentId: Prisma.Sql, startsAt: Prisma.Sql) =>
     Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint`,
   batchDispatched: (batchId: Prisma.Sql) => Prisma.sql`'batch-dispatched:' || ${batchId}`,
+  timerFiring: (timerId: Prisma.Sql, firing: Prisma.Sql) => Prisma.sql`'timer:' || ${timerId} || ':' || ${firing}`,
 } as const;
 
 /** SQL: the row `n` is live, still to be delivered or delivered: neither CANCELLED nor withdrawn. */

@@ -1,21 +1,32 @@
-// Delivery of outbox rows: one queue job per notification, retried with the
-// configured spacing, FAILED and dead-lettered after the last attempt. (The
-// relay, which hands over rows whose delivery job was lost, is in
-// notifications.reconcile.ts.)
+// The delivery job: one queue job per delivery row, retried with its job
+// type's spacing, FAILED and dead-lettered after the last attempt. Every
+// kind of row (a notification, a timer's firing) is delivered by this one
+// handler; what differs is the sender (who is called) and the queue. The
+// relays, which hand over rows whose delivery job was lost, are the modules'.
+// Guard: each step's statement's own (claim.ts, mark-sent.ts,
+// record-failure.ts, cancel-withdrawn.ts); the job's fencing token for the
+// queue. Lock order: one row at a time, by its id.
 import { z } from 'zod';
-import { isDatabaseUnavailable } from '../../core/db-errors.js';
-import { gatherOrEach } from '../../core/gather.js';
-import type { Logger } from '../../core/logger.js';
-import type { Claim, Deliveries, NotificationRow, NotificationStatus } from '../../core/delivery/index.js';
+import { isDatabaseUnavailable } from '../db-errors.js';
+import { gatherOrEach } from '../gather.js';
+import type { Logger } from '../logger.js';
 import { type Job, type JobContext, type JobHandler, type JobOutcome, NonRetryableError, type Queue } from '../../queue/index.js';
-import type { Notifier } from './notifier.js';
-import { rowJobId } from '../../core/row-job-id.js';
+import { rowJobId } from '../row-job-id.js';
+import type { NotificationRow, NotificationStatus } from './contract.js';
+import type { Claim } from './claim.js';
+import type { Deliveries } from './transitions.js';
 
-export const DELIVER_JOB = 'notification.deliver';
+/** Delivery job ids: `notification:<row id>:deliver`, in whichever queue delivers the row. */
 const DELIVER_JOB_ID = rowJobId('notification', 'deliver');
 export const deliverJobId = DELIVER_JOB_ID.of;
-/** The notification a delivery job id names; null for any other job. */
-export const notificationIdOf = DELIVER_JOB_ID.rowOf;
+/** The row a delivery job id names; null for any other job. */
+export const deliveryRowOf = DELIVER_JOB_ID.rowOf;
+
+/** Calls the outside world with one row: resolves once the receiver took it; NonRetryableError when it refused. */
+export type Sender = {
+  readonly name: string;
+  send(row: NotificationRow, signal: AbortSignal): Promise<void>;
+};
 
 const deliverPayload = z.object({
   notificationId: z.uuid(),
@@ -33,20 +44,9 @@ const LOOK_AGAIN_MS = 100;
 /** A delivery replaced by one that only records its outcome is due this long after (the database has just failed for about 2 s). */
 const RECORD_AGAIN_MS = 1_000;
 
-/**
- * Schedules the delivery jobs of committed rows. `nx` (the default) leaves a
- * job that exists alone; `replace` starts a fresh one whatever exists (a dead
- * one, one waiting out an old backoff, one in flight: fenced), for a row that
- * was taken back from a withdrawal and must be tried from its first attempt.
- */
-export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'nx' | 'replace' = 'nx') {
-  const mode = how === 'nx' ? ('nx' as const) : ('upsert' as const);
-  return queue.scheduleMany(ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode })));
-}
-
-type DeliveryDeps = {
+export type DeliveryDeps = {
   deliveries: Deliveries;
-  notifier: Notifier;
+  sender: Sender;
   queue: Queue;
   log: Logger;
   /** How long a call may take (NOTIFY_TIMEOUT_MS). */
@@ -62,8 +62,8 @@ type DeliveryDeps = {
  * call did (recordFailed, recordSent). The row's rules are the delivery
  * room's (core/delivery/README.md).
  */
-export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
-  const { deliveries, notifier, log } = deps;
+export function deliveryJobHandler(deps: DeliveryDeps): JobHandler {
+  const { deliveries, sender, log } = deps;
   // Deliveries running at once share their claims and SENT marks: one
   // statement for those made in one event-loop turn, each row still judged
   // and recorded on its own (a row the statement cannot take fails alone).
@@ -74,9 +74,9 @@ export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, Job
   );
   const sentMarks = gatherOrEach<string, boolean>(deliveries.markSentMany, deliveries.markSent, { maxBatch: GATHER_MAX, whole: isDatabaseUnavailable });
   /** Replaces the delivery's job (fencing this delivery) by one that only records `outcome`; false when Redis would not take it either. */
-  const keep = (jobId: string, notificationId: string, outcome: KeptOutcome) =>
+  const keep = (jobId: string, type: string, notificationId: string, outcome: KeptOutcome) =>
     deps.queue
-      .schedule({ id: jobId, type: DELIVER_JOB, delayMs: RECORD_AGAIN_MS, payload: { notificationId, ...outcome }, mode: 'upsert' })
+      .schedule({ id: jobId, type, delayMs: RECORD_AGAIN_MS, payload: { notificationId, ...outcome }, mode: 'upsert' })
       .then(() => true)
       .catch(() => false);
 
@@ -126,7 +126,7 @@ export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, Job
     try {
       status = await persistently(() => deliveries.recordFailure(n.id, text, refused || job.lastAttempt, refused), ctx);
     } catch (dbErr) {
-      if (refused && (await keep(job.id, n.id, { refused: text.slice(0, 1_000) }))) {
+      if (refused && (await keep(job.id, job.type, n.id, { refused: text.slice(0, 1_000) }))) {
         log.error({ err: dbErr, notificationId: n.id }, 'notification refused but the refusal not recorded; recording it later');
         return;
       }
@@ -149,7 +149,7 @@ export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, Job
     try {
       await persistently(() => sentMarks.submit(n.id), ctx);
     } catch (err) {
-      if (await keep(job.id, n.id, { delivered: true })) {
+      if (await keep(job.id, job.type, n.id, { delivered: true })) {
         log.error({ err, notificationId: n.id }, 'notification delivered but not recorded SENT; recording it later');
         return;
       }
@@ -158,35 +158,34 @@ export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, Job
     }
   }
 
-  return {
-    [DELIVER_JOB]: async (job, ctx) => {
-      const p = deliverPayload.safeParse(job.payload);
-      if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
-      const { notificationId, delivered, refused } = p.data;
-      if (delivered) return recordKept(notificationId, { delivered });
-      if (refused !== undefined) return recordKept(notificationId, { refused });
-      if (!(await leaseForCall(job, ctx))) return; // lost: someone else has the job
-      const c = await claims.submit({ id: notificationId, dueAt: new Date(job.dueAt) });
-      // FAILED is called again only after an operator's redrive (recorded in
-      // PostgreSQL): any other delivery finding it FAILED is the one that
-      // failed it come back, or one that replaced it; the receiver refused.
-      if (c.kind === 'failed') throw new NonRetryableError(`notification ${notificationId} is FAILED; a redrive sends it again`);
-      if (c.kind === 'busy') return { retryInMs: c.inMs };
-      // A withdrawal lifted since the claim looked (the slot held again) left the row to this job: it looks again.
-      if (c.kind === 'withdrawn' && !(await deliveries.cancelWithdrawn(notificationId))) return { retryInMs: LOOK_AGAIN_MS };
-      if (c.kind !== 'claimed') return;
-      try {
-        await notifier.send(c.row, ctx.signal);
-      } catch (err) {
-        // Cut off by our own side (shutdown's grace ended): whether the call
-        // reached the receiver is unknown, so nothing is recorded; the next
-        // delivery waits out the call and sends once more (the receiver drops
-        // a repeat by its Idempotency-Key) rather than record an untrue FAILED.
-        if (ctx.signal.aborted) throw err;
-        return recordFailed(job, ctx, c.row, err);
-      }
-      return recordSent(job, ctx, c.row);
-    },
+  return async (job, ctx) => {
+    const p = deliverPayload.safeParse(job.payload);
+    if (!p.success) throw new NonRetryableError(`bad payload for ${job.id}`);
+    const { notificationId, delivered, refused } = p.data;
+    if (delivered) return recordKept(notificationId, { delivered });
+    if (refused !== undefined) return recordKept(notificationId, { refused });
+    if (!(await leaseForCall(job, ctx))) return; // lost: someone else has the job
+    const c = await claims.submit({ id: notificationId, dueAt: new Date(job.dueAt) });
+    // FAILED is called again only after an operator's redrive (recorded in
+    // PostgreSQL): any other delivery finding it FAILED is the one that
+    // failed it come back, or one that replaced it; the receiver refused.
+    if (c.kind === 'failed') throw new NonRetryableError(`notification ${notificationId} is FAILED; a redrive sends it again`);
+    // Busy: another delivery's call may still run. Early: a delivery due before its row (a firing moved later).
+    if (c.kind === 'busy' || c.kind === 'early') return { retryInMs: c.inMs };
+    // A withdrawal lifted since the claim looked (the slot held again) left the row to this job: it looks again.
+    if (c.kind === 'withdrawn' && !(await deliveries.cancelWithdrawn(notificationId))) return { retryInMs: LOOK_AGAIN_MS };
+    if (c.kind !== 'claimed') return;
+    try {
+      await sender.send(c.row, ctx.signal);
+    } catch (err) {
+      // Cut off by our own side (shutdown's grace ended): whether the call
+      // reached the receiver is unknown, so nothing is recorded; the next
+      // delivery waits out the call and sends once more (the receiver drops
+      // a repeat by its Idempotency-Key) rather than record an untrue FAILED.
+      if (ctx.signal.aborted) throw err;
+      return recordFailed(job, ctx, c.row, err);
+    }
+    return recordSent(job, ctx, c.row);
   };
 }
 

@@ -13,6 +13,8 @@ import type { DeliverySubject, NotificationKind } from './contract.js';
 
 export type DeliveryInsert = {
   kind: NotificationKind;
+  /** The new rows' ids, an expression over `from` (default: a new uuid each). */
+  id?: Prisma.Sql;
   /** The FROM clause of the rows to announce: a CTE or table of the caller's statement. */
   from: Prisma.Sql;
   /** The dedupe key over `from`'s columns (contract.ts dedupeKeySql). */
@@ -24,12 +26,17 @@ export type DeliveryInsert = {
   recipient?: Prisma.Sql;
   /** What the receiver needs, a jsonb expression over `from`. */
   payload: Prisma.Sql;
+  /** No delivery before this (a timer's fire time, the Redis clock's); default none. */
+  dueAt?: Prisma.Sql;
 };
 
-/** `INSERT INTO notifications (...) SELECT ... FROM <from>`, each row a new id. */
+/** `INSERT INTO notifications (...) SELECT ... FROM <from>`. */
 export function deliveryInsertSql(o: DeliveryInsert): Prisma.Sql {
   const cols: Prisma.Sql[] = [Prisma.raw('id, kind, dedupe_key, client'), Prisma.raw(o.subject.column)];
-  const values: Prisma.Sql[] = [Prisma.sql`gen_random_uuid(), ${o.kind}::"NotificationKind", ${o.dedupeKey}, ${o.client}`, o.subject.value];
+  const values: Prisma.Sql[] = [
+    Prisma.sql`${o.id ?? Prisma.sql`gen_random_uuid()`}, ${o.kind}::"NotificationKind", ${o.dedupeKey}, ${o.client}`,
+    o.subject.value,
+  ];
   if (o.channel) {
     cols.push(Prisma.raw('channel'));
     values.push(o.channel);
@@ -37,6 +44,10 @@ export function deliveryInsertSql(o: DeliveryInsert): Prisma.Sql {
   if (o.recipient) {
     cols.push(Prisma.raw('recipient'));
     values.push(o.recipient);
+  }
+  if (o.dueAt) {
+    cols.push(Prisma.raw('due_at'));
+    values.push(o.dueAt);
   }
   cols.push(Prisma.raw('payload'));
   values.push(o.payload);

@@ -3,11 +3,13 @@
 // the last minutes and the latest parcel batches.
 import { z } from 'zod';
 import type { ApiKeyStore } from '../../core/auth/api-keys.js';
+import type { ClientWebhookSecrets } from '../../core/client-webhook-secrets.js';
 import { AppError } from '../../core/errors.js';
 import { redisCall } from '../../core/redis-call.js';
 import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from '../../core/http/route.js';
 import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
 import { apiKeyRoutes } from './api-keys.routes.js';
+import { clientSecretRoutes } from './client-secrets.routes.js';
 import { type RedriveRecord, redriveOldest, redriveOne } from './redrive.js';
 import {
   JOB_ID_MESSAGE,
@@ -60,6 +62,8 @@ export type AdminDeps = {
   readonly queues: readonly Queue[];
   /** The clients' API keys, which operators make and revoke here. */
   readonly keys: ApiKeyStore;
+  /** The clients' webhook signing secrets (their timers' calls), which operators make and delete here. */
+  readonly secrets: ClientWebhookSecrets;
   /** Per queue name, how its module records an operator's redrive (ServiceModule.redrives). */
   readonly redrives?: Readonly<Record<string, RedriveRecord>>;
   readonly token: string;
@@ -254,6 +258,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
       },
     }),
     ...apiKeyRoutes(deps.keys),
+    ...clientSecretRoutes(deps.secrets),
   ];
   return {
     tag: 'admin',

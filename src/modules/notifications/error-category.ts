@@ -2,7 +2,7 @@
 // the text. The text (kept in last_error for logs and the admin views) names a
 // receiver's addresses, ports and redirect targets, which a client holding
 // notifications:read has no business seeing.
-import { REDIRECT_REFUSED } from './notifier.js';
+import { REDIRECT_REFUSED } from '../../core/webhook-call.js';
 
 /** Network failures before any answer, as Node's errors name them. */
 const UNREACHABLE = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE)\b|socket hang up/;

@@ -83,7 +83,7 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     queue,
     handlers: notificationsJobHandlers({
       deliveries,
-      notifier,
+      sender: notifier,
       queue,
       log,
       callTimeoutMs: config.NOTIFY_TIMEOUT_MS,
@@ -112,7 +112,8 @@ function configuredNotifier(c: NotificationsModuleConfig, log: Logger): Notifier
     const endpoint: WebhookEndpoint = { url, ...(keys && { keys }) };
     return createWebhookNotifier(endpoint, c.NOTIFY_TIMEOUT_MS);
   };
-  const byKind: Record<NotificationKind, Notifier | undefined> = {
+  // A timer's firing is the timers module's to deliver, on its own queue.
+  const byKind: Record<Exclude<NotificationKind, 'TIMER'>, Notifier | undefined> = {
     ORDER_CANCELLED: webhook(c.NOTIFY_ORDERS_WEBHOOK_URL, c.NOTIFY_ORDERS_WEBHOOK_SECRET),
     APPOINTMENT_REMINDER: webhook(c.NOTIFY_REMINDERS_WEBHOOK_URL, c.NOTIFY_REMINDERS_WEBHOOK_SECRET),
     BATCH_DISPATCHED: webhook(c.NOTIFY_BATCHES_WEBHOOK_URL, c.NOTIFY_BATCHES_WEBHOOK_SECRET),

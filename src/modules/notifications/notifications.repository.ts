@@ -20,11 +20,12 @@ export function createNotificationsRepository(db: Db) {
      * Rows a delivery should be working on but may have lost: PENDING for
      * longer than `pendingSeconds`, or SENDING (claimed by a delivery) for
      * longer than `sendingSeconds`; in creation order after a keyset cursor.
+     * Not a timer's firing: the timers module delivers and relays those.
      */
     listUnsettled(pendingSeconds: number, sendingSeconds: number, after: { createdAt: Date; id: string } | null, limit: number) {
       return db.$queryRaw<{ id: string; createdAt: Date }[]>`
         SELECT id, created_at AS "createdAt" FROM notifications
-         WHERE ((status = 'PENDING' AND created_at < now() - make_interval(secs => ${pendingSeconds}))
+         WHERE kind <> 'TIMER' AND ((status = 'PENDING' AND created_at < now() - make_interval(secs => ${pendingSeconds}))
                 OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))
            AND (${after === null} OR (created_at, id) > (${after?.createdAt ?? new Date(0)}, ${after?.id ?? '00000000-0000-0000-0000-000000000000'}::uuid))
          ORDER BY created_at, id

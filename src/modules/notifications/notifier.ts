@@ -3,11 +3,9 @@
 // notification id as its Idempotency-Key and webhook-id, so a resend after a
 // crash between the send and the SENT mark can be recognised by the receiver;
 // a call is signed (Standard Webhooks) when its endpoint has a secret.
-import http from 'node:http';
-import https from 'node:https';
 import type { Logger } from '../../core/logger.js';
-import { NonRetryableError } from '../../queue/index.js';
-import { signWebhook } from './webhook-signature.js';
+import { createWebhookCaller } from '../../core/webhook-call.js';
+import { signWebhook } from '../../core/webhook-signature.js';
 
 export type OutgoingNotification = {
   readonly id: string;
@@ -37,139 +35,16 @@ export function createLoggingNotifier(log: Logger): Notifier {
 /** A receiver: where to POST, and the keys that sign each call (none: unsigned). */
 export type WebhookEndpoint = { readonly url: string; readonly keys?: readonly Buffer[] };
 
-/**
- * Connections kept for the next call, closed after 4 s idle: before a
- * receiver's own keep-alive timeout (5 s in Node's server), so a call seldom
- * goes out on a connection the receiver is closing.
- */
-const KEEP_ALIVE: http.AgentOptions = { keepAlive: true, timeout: 4_000 };
-
 export function createWebhookNotifier(endpoint: WebhookEndpoint, timeoutMs: number): Notifier {
   const keys = endpoint.keys ?? [];
-  const url = new URL(endpoint.url);
-  // node:http with a keep-alive pool of its own rather than fetch: fetch's
-  // web streams and signals were a sixth of the service's CPU in the
-  // reminder drain (bench:e2e), one call costing what the rest of a delivery does.
-  const agents = { http: new http.Agent(KEEP_ALIVE), https: new https.Agent(KEEP_ALIVE) };
+  const call = createWebhookCaller(endpoint.url, timeoutMs);
   return {
     name: 'webhook',
     async send(n, signal) {
       const body = JSON.stringify({ ...n, createdAt: n.createdAt.toISOString() });
-      const headers = {
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(body)),
-        'user-agent': USER_AGENT,
-        'idempotency-key': n.id,
-        ...(keys.length > 0 && signWebhook(keys, n.id, body)),
-      };
-      // The timeout is the whole call's, redirects included.
-      const deadline = performance.now() + timeoutMs;
-      let target = url;
-      for (let hop = 0; ; hop++) {
-        const left = Math.ceil(deadline - performance.now());
-        // Too little left for an answer: not sent (a call cut off at once has an unknown outcome).
-        if (left < MIN_CALL_MS) throw new Error(`webhook did not answer within ${timeoutMs} ms`);
-        const secure = target.protocol === 'https:';
-        const answer = await post(
-          secure ? https.request : http.request,
-          target,
-          { method: 'POST', headers, agent: secure ? agents.https : agents.http },
-          body,
-          { ms: left, message: `webhook did not answer within ${timeoutMs} ms`, bodyMs: timeoutMs },
-          signal,
-        );
-        const { status, location } = answer;
-        if (status >= 200 && status < 300) return;
-        // A 307 or 308 within the endpoint's origin is followed with the same
-        // body (a trailing slash added, a path moved). Another origin is not:
-        // the signed body carries a contact, and the receiver would choose
-        // where it goes (loopback, a metadata address). Refused, not retried:
-        // the receiver answers the same every time, so only an operator
-        // (the endpoint's URL changed, then a redrive) can settle it.
-        if (status >= 300 && status < 400) {
-          const next = location ? redirectTarget(url, target, location) : null;
-          if ((status === 307 || status === 308) && next && hop < MAX_REDIRECTS) {
-            target = next;
-            continue;
-          }
-          throw new NonRetryableError(
-            `${REDIRECT_REFUSED}: HTTP ${status}${location ? ` (to ${location.slice(0, 200)})` : ''}: only ${MAX_REDIRECTS} redirects by 307 or 308 within the endpoint's origin (${url.origin}) are followed; set the endpoint's URL`,
-          );
-        }
-        // The receiver says the request itself is wrong: sending it again cannot help.
-        if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
-          throw new NonRetryableError(`webhook refused the notification: HTTP ${status}`);
-        }
-        throw new Error(`webhook failed: HTTP ${status}`);
-      }
+      await call(body, { 'idempotency-key': n.id, ...(keys.length > 0 && signWebhook(keys, n.id, body)) }, signal);
     },
   };
-}
-
-const USER_AGENT = 'order-timeout-service';
-const MAX_REDIRECTS = 3;
-
-/** Least time left worth a call's next hop (ms). */
-const MIN_CALL_MS = 50;
-
-/** Prefix of the error of a redirect not followed (errorCategory reads it). */
-export const REDIRECT_REFUSED = 'webhook redirect not followed';
-
-/** Where a redirect's Location points from `from`, if within `endpoint`'s origin (scheme, host and port). */
-function redirectTarget(endpoint: URL, from: URL, location: string): URL | null {
-  try {
-    const to = new URL(location, from);
-    return to.origin === endpoint.origin ? to : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * POSTs `body` and answers the status (and a redirect's Location), once the
- * receiver's headers come within `timeout.ms` (else it fails with
- * `timeout.message`, the request cut off), or fails as `signal` aborts. The
- * status decides; the body is not waited for: a success whose body comes
- * slowly is still a success (waiting for it under the timeout made a
- * delivered notification look failed, and sent it again). The body is read
- * off in the background, cut off after `timeout.bodyMs`, so its connection
- * goes back to the pool or away.
- */
-function post(
-  request: typeof http.request,
-  url: URL,
-  options: http.RequestOptions,
-  body: string,
-  timeout: { ms: number; message: string; bodyMs: number },
-  signal: AbortSignal,
-): Promise<{ status: number; location: string | undefined }> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-      return;
-    }
-    const req = request(url, options);
-    const timer = setTimeout(() => req.destroy(new Error(timeout.message)), timeout.ms);
-    const onAbort = () => req.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    const settle = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    };
-    req.on('error', (err) => {
-      settle();
-      reject(err);
-    });
-    req.on('response', (res) => {
-      settle();
-      resolve({ status: res.statusCode ?? 0, location: res.headers.location });
-      const cut = setTimeout(() => res.destroy(), timeout.bodyMs);
-      res.on('error', () => {}); // a body cut off or broken: the answer is given already
-      res.on('close', () => clearTimeout(cut));
-      res.resume();
-    });
-    req.end(body);
-  });
 }
 
 /** Sends each notification by its kind's notifier, `fallback` for the kinds without one. */

@@ -64,7 +64,7 @@ describe('admin API', () => {
     });
     const res = await admin().get('/admin/queues');
     const names = res.body.queues.map((q: { total: { queue: string } }) => q.total.queue).sort();
-    expect(names).toEqual(['appointments', 'notifications', 'orders', 'parcels', 'reports']);
+    expect(names).toEqual(['appointments', 'notifications', 'orders', 'parcels', 'reports', 'timers']);
     const o = res.body.queues.find((q: { total: { queue: string } }) => q.total.queue === 'orders');
     expect(o.total).toMatchObject({
       shard: 'all',

@@ -51,7 +51,7 @@ describe('GET /admin/lateness', () => {
     const from = Date.parse(body!.from);
     const to = Date.parse(body!.to);
     expect(to - from).toBe(60_000);
-    expect(body!.queues.map((q) => q.queue).sort()).toEqual(['appointments', 'notifications', 'orders', 'parcels', 'reports']);
+    expect(body!.queues.map((q) => q.queue).sort()).toEqual(['appointments', 'notifications', 'orders', 'parcels', 'reports', 'timers']);
     const points = body!.queues.find((q) => q.queue === 'orders')!.points;
     expect(points.map((p) => p.t)).toEqual([...points.map((p) => p.t)].sort((a, b) => a - b));
     for (const p of points) {

@@ -145,7 +145,7 @@ describe('dashboard', () => {
         const fields = ['pending', 'dueNow', 'inFlight', 'dead'];
         const queues = Object.keys(api).sort();
         return (
-          queues.length === 5 && queues.join() === Object.keys(shown).sort().join() && queues.every((q) => fields.every((f) => api[q]?.[f] === shown[q]?.[f]))
+          queues.length === 6 && queues.join() === Object.keys(shown).sort().join() && queues.every((q) => fields.every((f) => api[q]?.[f] === shown[q]?.[f]))
         );
       },
       15_000,

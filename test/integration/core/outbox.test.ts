@@ -19,14 +19,16 @@ describe('outbox dedupe keys', () => {
     const id = randomUUID();
     const startsAt = new Date('2030-05-06T07:08:09.123Z');
     const uuid = Prisma.sql`${id}::uuid`;
-    const [r] = await tdb.db.$queryRaw<{ order: string; reminder: string; batch: string }[]>`
+    const [r] = await tdb.db.$queryRaw<{ order: string; reminder: string; batch: string; timer: string }[]>`
       SELECT ${dedupeKeySql.orderCancelled(uuid)} AS "order",
              ${dedupeKeySql.appointmentReminder(uuid, Prisma.sql`${startsAt}::timestamptz`)} AS reminder,
-             ${dedupeKeySql.batchDispatched(uuid)} AS batch`;
+             ${dedupeKeySql.batchDispatched(uuid)} AS batch,
+             ${dedupeKeySql.timerFiring(Prisma.sql`${uuid}::text`, Prisma.sql`(3)::text`)} AS timer`;
     expect(r).toEqual({
       order: dedupeKey.orderCancelled(id),
       reminder: dedupeKey.appointmentReminder(id, startsAt.getTime()),
       batch: dedupeKey.batchDispatched(id),
+      timer: dedupeKey.timerFiring(id, 3),
     });
   });
 });

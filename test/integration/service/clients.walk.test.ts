@@ -40,6 +40,9 @@ type Target = {
   batch: string;
   orderKey: string;
   appointmentKey: string;
+  /** A's pending timers: one for the single routes, one for the batch */
+  timer: string;
+  batchTimer: string;
 };
 type Probe = {
   what: string;
@@ -76,8 +79,13 @@ function unknownTarget(): Target {
     batch: randomUUID(),
     orderKey: `k-${hex}-o`,
     appointmentKey: `k-${hex}-a`,
+    timer: `u-${hex}-t`,
+    batchTimer: `u-${hex}-b`,
   };
 }
+
+/** A timer far ahead (it never fires in this file), to a receiver nobody runs. */
+const timerBody = (payload: string) => ({ delayMs: 3_600_000, target: { type: 'webhook', url: 'http://127.0.0.1:9/timers' }, payload, mode: 'keep' });
 
 const problem = (res: Response) => ({ status: res.status, code: (res.body as { code?: string }).code });
 const notFound =
@@ -146,6 +154,34 @@ const WALK: Record<string, Probe[]> = {
       call: (b, t) => b.get('/notifications').query({ batchId: t.batch }),
       expect: emptyList('notifications'),
       sameBody: true,
+    },
+  ],
+  'GET /timers/{key}': [{ what: "A's pending timer", call: (b, t) => b.get(`/timers/${t.timer}`), expect: notFound('TIMER_NOT_FOUND') }],
+  'GET /timers': [
+    {
+      what: "A's keys as a prefix",
+      call: (b, t) => b.get('/timers').query({ prefix: t.timer }),
+      expect: emptyList('timers'),
+      sameBody: true,
+    },
+  ],
+  'DELETE /timers/{key}': [{ what: "A's pending timer", call: (b, t) => b.delete(`/timers/${t.timer}`), expect: notFound('TIMER_NOT_FOUND') }],
+  'PUT /timers/{key}': [
+    {
+      what: "A's timer key, keep: B's own timer",
+      call: (b, t) => b.put(`/timers/${t.timer}`).send(timerBody('b')),
+      expect: (res, t, name) => {
+        expect.soft({ status: res.status, key: res.body.key, payload: res.body.payload }, name).toEqual({ status: 201, key: t.timer, payload: 'b' });
+      },
+    },
+  ],
+  'POST /timers/batch': [
+    {
+      what: "A's other timer key, keep: B's own timer",
+      call: (b, t) => b.post('/timers/batch').send({ timers: [{ key: t.batchTimer, ...timerBody('b') }] }),
+      expect: (res, _t, name) => {
+        expect.soft({ status: res.status, result: res.body.results?.[0]?.status }, name).toEqual({ status: 200, result: 201 });
+      },
     },
   ],
   'POST /orders/{id}/pay': [
@@ -274,6 +310,9 @@ async function snapshot(): Promise<Snapshot> {
     batchNotices: () => A.get('/notifications').query({ batchId: a.batch }),
     expiryJob: () => job(ORDERS_QUEUE, expireJobId(a.order)),
     reminderJob: () => job(APPOINTMENTS_QUEUE, remindJobId(a.appointment)),
+    timer: () => A.get(`/timers/${a.timer}`),
+    batchTimer: () => A.get(`/timers/${a.batchTimer}`),
+    timers: () => A.get('/timers'),
   };
   const read = async ([name, r]: [string, () => Test]) => {
     const res = await r();
@@ -294,7 +333,12 @@ const settled = (s: Snapshot, name: string) =>
 beforeAll(async () => {
   tdb = await createTestDb('clients_walk');
   // Two parcels make a batch; a waiting one stays waiting for the whole file.
-  svc = await startTestService(tdb.url, { ADMIN_TOKEN: TOKEN, PARCEL_BATCH_SIZE: '2', PARCEL_MAX_WAIT_SECONDS: '3600' });
+  svc = await startTestService(tdb.url, {
+    ADMIN_TOKEN: TOKEN,
+    PARCEL_BATCH_SIZE: '2',
+    PARCEL_MAX_WAIT_SECONDS: '3600',
+    TIMER_WEBHOOK_HOSTS: '127.0.0.1:9',
+  });
   keyA = (await makeApiKey(tdb.url, SCOPES, 'shop-a', 'shop-a')).key;
   keyB = (await makeApiKey(tdb.url, SCOPES, 'shop-b', 'shop-b')).key;
   doc = (await request(svc.url).get('/openapi.json')).body as OpenApiDoc;
@@ -321,6 +365,8 @@ beforeAll(async () => {
   const full = ok(await A.post('/parcels').send({ trackingNo: 'WALK-2', area: 'B7' }), 202);
   expect(full.status).toBe('BATCHED');
   ok(await A.post('/parcels').send({ trackingNo: 'WALK-3', area: 'B7' }), 202);
+  ok(await A.put('/timers/walk-timer').send(timerBody('a')), 201);
+  ok(await A.put('/timers/walk-batch-timer').send(timerBody('a')), 201);
   a = {
     order: order.id,
     cancelledOrder: cancelled.id,
@@ -333,6 +379,8 @@ beforeAll(async () => {
     batch: full.batchId as string,
     orderKey,
     appointmentKey,
+    timer: 'walk-timer',
+    batchTimer: 'walk-batch-timer',
   };
   ok(await as(keyB).put(`/areas/${B_OWN}`).send(B_AREA), 200);
 

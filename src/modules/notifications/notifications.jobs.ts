@@ -1,0 +1,26 @@
+// The notifications' delivery job: the delivery room's job handler
+// (core/delivery/deliver-job.ts) under this queue's job type, calling the
+// configured notifier. (The relay, which hands over rows whose delivery job
+// was lost, is in notifications.reconcile.ts.)
+import { type DeliveryDeps, deliverJobId, deliveryJobHandler } from '../../core/delivery/index.js';
+import type { JobHandler, Queue } from '../../queue/index.js';
+
+export const DELIVER_JOB = 'notification.deliver';
+export { deliverJobId };
+/** The notification a delivery job id names; null for any other job. */
+export { deliveryRowOf as notificationIdOf } from '../../core/delivery/index.js';
+
+/**
+ * Schedules the delivery jobs of committed rows. `nx` (the default) leaves a
+ * job that exists alone; `replace` starts a fresh one whatever exists (a dead
+ * one, one waiting out an old backoff, one in flight: fenced), for a row that
+ * was taken back from a withdrawal and must be tried from its first attempt.
+ */
+export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'nx' | 'replace' = 'nx') {
+  const mode = how === 'nx' ? ('nx' as const) : ('upsert' as const);
+  return queue.scheduleMany(ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode })));
+}
+
+export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {
+  return { [DELIVER_JOB]: deliveryJobHandler(deps) };
+}
