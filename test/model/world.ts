@@ -102,6 +102,13 @@ const ENV: Readonly<Record<string, string>> = {
   NOTIFY_TIMEOUT_MS: String(MODEL_TIMINGS.NOTIFY_TIMEOUT_MS),
 };
 
+/**
+ * The timers' settings in a world started with `timers` (their webhook host
+ * is the receiver's): short retries, and attempts that outlast any receiver
+ * outage of a run unless a timer names fewer.
+ */
+export const MODEL_TIMERS = { MAX_ATTEMPTS: 100, RETRY_DELAYS_MS: '100,200,400', RELAY_INTERVAL_SECONDS: 1 } as const;
+
 export type FaultSpan = { kind: FaultKind; from: number; to: number };
 
 /** A service host whose wall clock a world started with `clocks` can set off: the API's, or a worker's by its place in the pool. */
@@ -163,7 +170,7 @@ const receiverAnswer: Record<ReceiverKind, Answer> = {
   reject: 'reject',
 };
 
-export async function startWorld(name: string, workers = 2, o: { clocks?: boolean } = {}): Promise<World> {
+export async function startWorld(name: string, workers = 2, o: { clocks?: boolean; timers?: boolean } = {}): Promise<World> {
   const tdb = await createTestDb(`model_${name}`);
   const redis: PrivateRedis = await startPrivateRedis([], { aof: true });
   const proxy: TcpProxy = await startTcpProxy({ port: redis.port });
@@ -182,6 +189,12 @@ export async function startWorld(name: string, workers = 2, o: { clocks?: boolea
     // The record groups, the default of the next release (this one writes the one HASH by default).
     QUEUE_RECORD_GROUPS: '1',
     NOTIFY_WEBHOOK_URL: webhook.url,
+    ...(o.timers && {
+      TIMER_WEBHOOK_HOSTS: new URL(webhook.url).host,
+      TIMER_WEBHOOK_RETRY_DELAYS_MS: MODEL_TIMERS.RETRY_DELAYS_MS,
+      TIMER_MAX_ATTEMPTS: String(MODEL_TIMERS.MAX_ATTEMPTS),
+      TIMER_RELAY_INTERVAL_SECONDS: String(MODEL_TIMERS.RELAY_INTERVAL_SECONDS),
+    }),
   };
   const started = await Promise.all([
     startChildService('api', { ...env, PORT: String(port), ...clockEnv('api') }),

@@ -135,7 +135,7 @@ describe('timers delivered to a webhook', () => {
     expect(Date.parse(t.deliveredAt as string)).toBeGreaterThanOrEqual(fireAt);
   });
 
-  it('calls unsigned for a client with no secret, still with its Idempotency-Key', async () => {
+  it('calls unsigned for a client with no secret, still with its Idempotency-Key and webhook-id', async () => {
     const { api } = clients.plain;
     const put = await api()
       .put('/timers/u1')
@@ -147,6 +147,7 @@ describe('timers delivered to a webhook', () => {
     const call = calls[0] as Received;
     expect(call.at).toBeGreaterThanOrEqual(Date.parse(put.body.fireAt));
     expect(call.headers['idempotency-key']).toBe(await rowIdOf('plain', 'u1'));
+    expect(call.headers['webhook-id']).toBe(call.headers['idempotency-key']);
     expect(call.headers['webhook-signature']).toBeUndefined();
     expect(call.headers['webhook-timestamp']).toBeUndefined();
     expect(await timerOf(api, 'u1')).toMatchObject({ state: 'DELIVERED', attempts: 1 });

@@ -10,7 +10,8 @@ export function createWebhookSender(o: { timeoutMs: number; keysFor: (client: st
   return {
     async send(target, m, signal) {
       const keys = await o.keysFor(m.client);
-      await call(new URL(target.url), m.body, { 'idempotency-key': m.id, ...(keys.length > 0 && signWebhook(keys, m.id, m.body)) }, signal);
+      // webhook-id even unsigned: a receiver drops a repeat by it either way.
+      await call(new URL(target.url), m.body, { 'idempotency-key': m.id, 'webhook-id': m.id, ...(keys.length > 0 && signWebhook(keys, m.id, m.body)) }, signal);
     },
     async close() {},
   };
