@@ -23,13 +23,15 @@ CREATE TABLE "timers" (
   CONSTRAINT "timers_key_check" CHECK ("key" ~ '^[A-Za-z0-9_.:-]{1,200}$')
 );
 CREATE UNIQUE INDEX "timers_client_key_key" ON "timers" ("client", "key");
+-- The retention pass reads timers by last change.
+CREATE INDEX "timers_updated_at_idx" ON "timers" ("updated_at", "id");
 
 -- A timer's delivery rows, and their fire time: no delivery claims a row
 -- before it (the claim compares the delivery's own due time, Redis clock).
 ALTER TABLE "notifications" ADD COLUMN "timer_id" UUID;
 ALTER TABLE "notifications" ADD COLUMN "due_at" TIMESTAMPTZ(3);
 ALTER TABLE "notifications" ADD CONSTRAINT "notifications_timer_id_fkey"
-  FOREIGN KEY ("timer_id") REFERENCES "timers" ("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+  FOREIGN KEY ("timer_id") REFERENCES "timers" ("id") ON DELETE NO ACTION ON UPDATE CASCADE;
 CREATE INDEX "notifications_timer_id_idx" ON "notifications" ("timer_id");
 
 -- Each client's webhook signing secrets for its timers (two at a time during

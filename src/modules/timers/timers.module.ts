@@ -9,6 +9,8 @@ import type { Logger } from '../../core/logger.js';
 import type { Background, ServiceModule } from '../../core/module.js';
 import { PERIODIC_JOB_OPTIONS, type QueueConfig, createModuleQueue } from '../../core/module-queue.js';
 import { afterCommit } from '../../core/redis-call.js';
+import { type RetentionConfig, createRetentionJob, purgeOf, retentionJobType } from '../../core/retention.js';
+import { PURGE_TIMERS } from './sql/purge.js';
 import type { RedisClient } from '../../core/redis.js';
 import type { JobTypeOptions } from '../../queue/index.js';
 import { createAmqpSender } from './targets/amqp.js';
@@ -24,6 +26,7 @@ export const TIMERS_QUEUE = 'timers';
 const SENDING_MARGIN_MS = 5_000;
 
 export type TimersModuleConfig = QueueConfig &
+  RetentionConfig &
   Pick<
     Config,
     | 'TIMER_WEBHOOK_HOSTS'
@@ -60,6 +63,7 @@ export function createTimersModule(deps: {
     [TIMER_JOB.amqp]: steps(c.TIMER_AMQP_RETRY_DELAYS_MS),
     [TIMER_JOB.nats]: steps(c.TIMER_NATS_RETRY_DELAYS_MS),
     [TIMERS_RELAY_JOB]: PERIODIC_JOB_OPTIONS,
+    [retentionJobType(TIMERS_QUEUE)]: PERIODIC_JOB_OPTIONS,
   });
   const senders: TargetSenders = {
     webhook: createWebhookSender({ timeoutMs: c.NOTIFY_TIMEOUT_MS, keysFor: deps.keysFor }),
@@ -107,7 +111,8 @@ export function createTimersModule(deps: {
       callTimeoutMs: c.NOTIFY_TIMEOUT_MS,
       sendingStaleMs: c.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS,
     }),
-    periodic: [relay.job],
+    // Retention: timers untouched for RETENTION_DAYS, all their firings settled (sql/purge.ts).
+    periodic: [relay.job, createRetentionJob(TIMERS_QUEUE, [purgeOf(db, 'timers', PURGE_TIMERS)], c, log)],
     background: [brokers],
     redrives: {
       record: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), true),
