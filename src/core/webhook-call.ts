@@ -94,11 +94,12 @@ export function createWebhookPool(timeoutMs: number, what: string) {
   return call;
 }
 
-/** Where a redirect's Location points from `from`, if within `endpoint`'s origin (scheme, host and port). */
+/** Where a redirect's Location points from `from`, if within `endpoint`'s origin (scheme, host and port) and without credentials. */
 function redirectTarget(endpoint: URL, from: URL, location: string): URL | null {
   try {
     const to = new URL(location, from);
-    return to.origin === endpoint.origin ? to : null;
+    // Credentials in a Location would be sent as Authorization: the receiver would choose them.
+    return to.origin === endpoint.origin && !to.username && !to.password ? to : null;
   } catch {
     return null;
   }

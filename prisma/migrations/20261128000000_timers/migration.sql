@@ -6,7 +6,8 @@ ALTER TYPE "NotificationKind" ADD VALUE 'TIMER';
 CREATE TABLE "timers" (
   "id" UUID NOT NULL,
   "client" VARCHAR(64) NOT NULL DEFAULT 'default',
-  "key" VARCHAR(200) NOT NULL,
+  -- Byte order (C): a client's list pages by key through the unique index.
+  "key" VARCHAR(200) COLLATE "C" NOT NULL,
   -- The current firing's delivery row (no foreign key: the row names its
   -- timer, and both are written by one statement).
   "notification_id" UUID NOT NULL,
@@ -15,7 +16,7 @@ CREATE TABLE "timers" (
   -- Debounce: when the current burst's first call came, and how long after
   -- it the firing may be pushed at most (null: not a debounced firing).
   "burst_started_at" TIMESTAMPTZ(3),
-  "max_wait_ms" INTEGER,
+  "max_wait_ms" BIGINT,
   "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT now(),
   "updated_at" TIMESTAMPTZ(3) NOT NULL DEFAULT now(),
   CONSTRAINT "timers_pkey" PRIMARY KEY ("id"),

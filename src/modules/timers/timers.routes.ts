@@ -42,7 +42,8 @@ export function timersRoutes(service: TimersService): RouteTable {
           'replace (default) creates the timer or moves its pending firing; keep creates it only if the key is new; debounce pushes the fire time to now + delayMs on every call, never past the first call of the burst + maxWaitMs. A timer delivered, failed or cancelled fires again (201); one being delivered is not moved (409 TIMER_DELIVERING), a debounce starts a new burst.',
         params: { key },
         body: putTimerSchema,
-        bodyLimit: '80kb',
+        // A 64 KiB payload written with \\u escapes (as some encoders do) takes up to six times that.
+        bodyLimit: '400kb',
         responses: { 201: timer('a new timer, or a new firing of one'), 200: timer('the timer, moved (or, keep: as it was)') },
         errors: [...TARGET_REFUSED, { status: 409, code: 'TIMER_DELIVERING' }],
         handle: async ({ params, body, client }, res) => {
@@ -102,6 +103,8 @@ export function timersRoutes(service: TimersService): RouteTable {
           type Parsed = { key: string; input: PutTimerInput } | { key: string; error: AppError };
           const parsed = body.timers.map((t, i): Parsed => {
             const { key: k, ...rest } = t;
+            if (!timerKeySchema.safeParse(k).success)
+              return { key: k, error: new AppError('INVALID_TIMER_KEY', 400, 'a timer key is 1..200 of [A-Za-z0-9_.:-]') };
             const p = putTimerSchema.safeParse(rest);
             if (p.success) return { key: k, input: p.data };
             const errors = p.error.issues.map((x) => ({ path: [`timers`, i, ...x.path].join('.'), message: x.message }));

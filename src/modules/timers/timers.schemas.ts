@@ -34,11 +34,22 @@ export const targetSchema = z.discriminatedUnion('type', [
 export const TIMER_MODES = ['replace', 'keep', 'debounce'] as const;
 export type TimerMode = (typeof TIMER_MODES)[number];
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether every string of `v` (keys too) is one PostgreSQL's jsonb can hold: well-formed Unicode, no NUL. */
+function storable(v: unknown): boolean {
+  if (typeof v === 'string') return !LONE_SURROGATE.test(v) && !v.includes('\u0000');
+  if (Array.isArray(v)) return v.every(storable);
+  if (v !== null && typeof v === 'object') return Object.entries(v).every(([k, x]) => storable(k) && storable(x));
+  return true;
+}
+
 // Any JSON (the body was parsed as JSON already): a plain unknown, as a recursive JSON schema does not fit the OpenAPI document.
 const payloadSchema = z
   .unknown()
-  .meta({ description: 'any JSON value' })
-  .refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes as JSON`);
+  .meta({ description: 'any JSON value, at most 64 KiB as JSON text' })
+  .refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes as JSON`)
+  .refine(storable, 'strings must be well-formed Unicode without NUL (\\u0000)');
 
 export const putTimerSchema = z
   .strictObject({
@@ -66,9 +77,10 @@ export const putTimerSchema = z
   });
 export type PutTimerInput = z.infer<typeof putTimerSchema>;
 
+// Each item is checked on its own (its key too), so a bad one is refused alone.
 export const putTimersBatchSchema = z.strictObject({
   timers: z
-    .array(z.strictObject({ key: timerKeySchema }).passthrough())
+    .array(z.looseObject({ key: z.string().max(200) }).meta({ description: '{key, ...the PUT /timers/{key} body}' }))
     .min(1)
     .max(MAX_BATCH)
     .refine((ts) => new Set(ts.map((t) => t.key)).size === ts.length, 'each key at most once in a batch'),

@@ -17,7 +17,7 @@ import type { Db } from '../../core/db.js';
 import { ownerTransitions } from '../../core/delivery/index.js';
 import { AppError } from '../../core/errors.js';
 import { checkTarget, type TargetAllowlist } from './targets/allowlist.js';
-import { type FiringPayload, type TimerRow, findTimer, findTimers, listTimers, stateOf } from './sql/reads.js';
+import { type FiringPayload, type TimerRow, findTimer, findTimers, listTimers, pendingFirings, stateOf } from './sql/reads.js';
 import { type NewFiring, createTimers, fireAgain, touchTimer } from './sql/writes.js';
 import type { PutTimerInput, TimerState } from './timers.schemas.js';
 
@@ -36,6 +36,11 @@ export type TimersDeps = {
   now?: () => number;
 };
 
+/** Tries at moving a pending firing that deliveries keep taking and handing back. */
+const MOVE_TRIES = 3;
+/** Rounds of putting a moved firing's job at the row's due time, while other changes keep moving it. */
+const SETTLE_ROUNDS = 5;
+
 const DELIVERING = (key: string) => new AppError('TIMER_DELIVERING', 409, `timer ${key} is being delivered; its outcome decides (read it again)`);
 const NOT_FOUND = (key: string) => new AppError('TIMER_NOT_FOUND', 404, `no timer ${key}`);
 
@@ -49,7 +54,8 @@ export function createTimersService(d: TimersDeps) {
     let b: { startedAt: Date | null; maxWaitMs: number | null } = { startedAt: null, maxWaitMs: null };
     if (input.mode === 'debounce') {
       const startedAt = burst?.startedAt ?? new Date(at);
-      const maxWaitMs = burst?.maxWaitMs ?? input.maxWaitMs ?? null;
+      // A burst keeps its first call's maximum wait (none included).
+      const maxWaitMs = burst ? burst.maxWaitMs : (input.maxWaitMs ?? null);
       if (maxWaitMs !== null) dueMs = Math.min(dueMs, startedAt.getTime() + maxWaitMs);
       b = { startedAt, maxWaitMs };
     }
@@ -85,7 +91,10 @@ export function createTimersService(d: TimersDeps) {
       if (!cur) return null;
       if (input.mode === 'keep') return { result: { status: 200, timer: cur } };
       let state = stateOf(cur);
-      if (state === 'PENDING') {
+      // A delivery may claim the pending firing meanwhile (it holds no timer
+      // lock), and a fast failure hand it back PENDING: moved on a later try.
+      for (let tries = 0; state === 'PENDING'; tries++) {
+        if (tries === MOVE_TRIES) throw new Error(`timer ${key}: its pending firing could not be moved in ${MOVE_TRIES} tries`);
         const burst = input.mode === 'debounce' && cur.burstStartedAt ? { startedAt: cur.burstStartedAt, maxWaitMs: cur.maxWaitMs } : null;
         const p = plan(key, input, at, burst);
         if (await ownerTransitions(tx).move(cur.notificationId, p.dueAt, p.firing)) {
@@ -93,10 +102,7 @@ export function createTimersService(d: TimersDeps) {
           const timer = (await findTimer(tx, client, key)) as TimerRow;
           return { result: { status: 200, timer }, job: { rowId: cur.notificationId, dueAt: p.dueAt, firing: p.firing, mode: 'upsert' } };
         }
-        // A delivery claimed it meanwhile (it holds no timer lock): as it is now.
         state = stateOf((await findTimer(tx, client, key)) as TimerRow);
-        // Only a claim takes a pending firing away while the timer is locked: never two pending firings.
-        if (state === 'PENDING') throw new Error(`timer ${key}: its pending firing could not be moved`);
       }
       if (state === 'DELIVERING' && input.mode === 'replace') throw DELIVERING(key);
       const f = newFiring(key, cur.id, plan(key, input, at, null));
@@ -104,6 +110,31 @@ export function createTimersService(d: TimersDeps) {
       const timer = (await findTimer(tx, client, key)) as TimerRow;
       return { result: { status: 201, timer }, job: { rowId: f.rowId, dueAt: f.dueAt, firing: f.firing, mode: 'nx' } };
     });
+  }
+
+  /**
+   * Schedules the jobs of committed changes, then makes sure each moved
+   * firing's job is due when its row is: two changes of one timer committed
+   * in one order may schedule in the other (two API processes), and the last
+   * schedule would win. Each round reads the rows after its schedule and
+   * schedules again those found moved since; whoever commits last schedules
+   * after its commit and reads after that, so the job ends at the row's time.
+   * (Redis refusing the schedule leaves it to the relay: docs/api/timers.md.)
+   */
+  async function scheduleSettled(jobs: readonly FiringJob[]): Promise<void> {
+    let round = jobs;
+    for (let i = 0; i < SETTLE_ROUNDS && round.length > 0; i++) {
+      await d.schedule(round);
+      const moved = round.filter((j) => j.mode === 'upsert');
+      if (moved.length === 0) return;
+      const now = await pendingFirings(
+        d.db,
+        moved.map((j) => j.rowId),
+      ).catch(() => []);
+      round = now
+        .filter((r) => moved.some((j) => j.rowId === r.id && j.dueAt.getTime() !== r.dueAt.getTime()))
+        .map((r) => ({ rowId: r.id, dueAt: r.dueAt, firing: r.firing, mode: 'upsert' as const }));
+    }
   }
 
   /** PUT /timers/{key}: creates, or changes as the mode says. */
@@ -132,9 +163,13 @@ export function createTimersService(d: TimersDeps) {
         out[i] = { error: err };
       }
     });
-    const fresh = ok.map((it) => newFiring(it.key, randomUUID(), plan(it.key, it.input, at, null)));
+    // In key order: two batches creating the same keys lock them in one order (no deadlock).
+    const fresh = ok
+      .map((it) => newFiring(it.key, randomUUID(), plan(it.key, it.input, at, null)))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const created = await createTimers(d.db, client, fresh);
     const jobs: FiringJob[] = fresh.filter((f) => created.has(f.key)).map((f) => ({ rowId: f.rowId, dueAt: f.dueAt, firing: f.firing, mode: 'nx' }));
+    await d.schedule(jobs);
     const rows = new Map((await findTimers(d.db, client, [...created])).map((r) => [r.key, r]));
     for (const it of ok) {
       if (created.has(it.key)) {
@@ -154,13 +189,13 @@ export function createTimersService(d: TimersDeps) {
           } else c = await change(client, it.key, it.input, at);
         }
         out[it.i] = c.result;
-        if (c.job) jobs.push(c.job);
+        // Scheduled at once: a later change of the key, by this or another process, schedules after its own commit.
+        if (c.job) await scheduleSettled([c.job]);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         out[it.i] = { error: err };
       }
     }
-    await d.schedule(jobs);
     return out as (PutResult | { error: AppError })[];
   }
 

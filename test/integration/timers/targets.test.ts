@@ -1,7 +1,8 @@
 // The AMQP and NATS JetStream timer targets against the real brokers on this
 // machine (RabbitMQ :5672, NATS :4222): a send resolves only once the broker
 // holds the message, with the message id as its dedupe id; a target the broker
-// cannot take (unroutable, no exchange, no stream) fails retryably; a lost
+// cannot take (unroutable, no exchange, no stream) fails retryably, and a
+// missing exchange fails only its own send, not the others in flight; a lost
 // connection is opened again; a silent one ends the send by its timeout.
 import { randomUUID } from 'node:crypto';
 import { connect as amqpConnect, type Channel, type ChannelModel, type GetMessage } from 'amqplib';
@@ -111,6 +112,65 @@ describe('AMQP target', () => {
     await Promise.all(messages.map((m) => sender.send(to('bulk'), m, never())));
     expect((await ch.checkQueue(bulkQueue)).messageCount).toBe(200);
     await ch.purgeQueue(bulkQueue);
+  });
+
+  /** 200 concurrent sends to 'bulk', the one at `badAt` to an exchange that does not exist: how each ended. */
+  async function burstWithOneMissing(s: TargetSender<AmqpTarget>, badAt: number, missing: string) {
+    const sends = Array.from({ length: 200 }, (_, i) => s.send(i === badAt ? to('bulk', missing) : to('bulk'), buildMessage(), never()));
+    const results = await Promise.allSettled(sends);
+    return { bad: results[badAt], goodFailed: results.filter((r, i) => i !== badAt && r.status === 'rejected') };
+  }
+
+  it.each([
+    ['an open channel, the missing exchange among the others', 20],
+    ['a fresh sender, the missing exchange checked first', 0],
+  ])('confirms the other sends in flight when one goes to an exchange that does not exist (%s)', async (_, badAt) => {
+    const fresh = createAmqpSender({ url: AMQP_URL, timeoutMs: TIMEOUT_MS, log });
+    const missing = `${exchange}-gone`;
+    try {
+      if (badAt > 0) {
+        await fresh.send(to('due'), buildMessage(), never());
+        await nextMessage(queue);
+      }
+      const { bad, goodFailed } = await burstWithOneMissing(fresh, badAt, missing);
+      expect(goodFailed).toEqual([]);
+      expect(bad).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining(`AMQP exchange '${missing}' does not exist`) } });
+      expect((await ch.checkQueue(bulkQueue)).messageCount).toBe(199);
+    } finally {
+      await ch.purgeQueue(bulkQueue);
+      await fresh.close();
+    }
+  });
+
+  it('checks an exchange deleted after it was used again, and sends to it once it is declared again', async () => {
+    const later = `${exchange}-later`;
+    const laterQueue = `${later}.q`;
+    const declare = async () => {
+      await ch.assertExchange(later, 'direct', { durable: false });
+      await ch.bindQueue(laterQueue, later, 'due');
+    };
+    await ch.assertQueue(laterQueue, { durable: false });
+    try {
+      await declare();
+      await sender.send(to('due', later), buildMessage(), never());
+      await nextMessage(laterQueue);
+      await ch.deleteExchange(later);
+      // The first send after the delete learns it from its publish (the channel closes under it);
+      // the sends after it are checked first again, so they no longer close the channel under others.
+      await expect(sender.send(to('due', later), buildMessage(), never())).rejects.toThrow(`AMQP exchange '${later}' does not exist`);
+      const { bad, goodFailed } = await burstWithOneMissing(sender, 20, later);
+      expect(goodFailed).toEqual([]);
+      expect(bad).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining(`AMQP exchange '${later}' does not exist`) } });
+      expect((await ch.checkQueue(bulkQueue)).messageCount).toBe(199);
+      await declare();
+      const message = buildMessage();
+      await sender.send(to('due', later), message, never());
+      expect((await nextMessage(laterQueue)).properties.messageId).toBe(message.id);
+    } finally {
+      await ch.purgeQueue(bulkQueue);
+      await ch.deleteQueue(laterQueue);
+      await ch.deleteExchange(later);
+    }
   });
 
   it('opens one connection for concurrent first sends, and connects again after it was reset', async () => {

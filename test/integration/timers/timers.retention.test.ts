@@ -15,7 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => tdb.drop());
 
-const sql = (text: string, ...values: unknown[]) => tdb.db.$executeRawUnsafe(text, ...values);
 const ago = (days: number) => `now() - interval '${days} days'`;
 
 /** A timer changed `changedDaysAgo`, with one firing per status given (the last its current one), each made `firedDaysAgo`. */

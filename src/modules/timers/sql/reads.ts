@@ -28,7 +28,7 @@ export type TimerRow = {
 };
 
 const COLUMNS = Prisma.sql`t.id, t.client, t.key, t.notification_id AS "notificationId", t.firings,
-  t.burst_started_at AS "burstStartedAt", t.max_wait_ms AS "maxWaitMs", t.created_at AS "createdAt", t.updated_at AS "updatedAt",
+  t.burst_started_at AS "burstStartedAt", t.max_wait_ms::float8 AS "maxWaitMs", t.created_at AS "createdAt", t.updated_at AS "updatedAt",
   n.status::text AS status, n.due_at AS "dueAt", n.attempts, n.last_error AS "lastError", n.sent_at AS "sentAt", n.payload AS firing`;
 const FROM = Prisma.sql`timers t JOIN notifications n ON n.id = t.notification_id`;
 
@@ -67,7 +67,14 @@ export async function listTimers(
   const prefix = o.prefix ?? '';
   return db.$queryRaw<TimerRow[]>`
     SELECT ${COLUMNS} FROM ${FROM}
-     WHERE t.client = ${client} AND t.key COLLATE "C" > ${o.cursor ?? ''} AND left(t.key, ${prefix.length}) = ${prefix}
+     WHERE t.client = ${client} AND t.key > ${o.cursor ?? ''} AND left(t.key, ${prefix.length}) = ${prefix}
        ${o.state ? Prisma.sql`AND n.status = ${STATUS_OF[o.state]}::"NotificationStatus"` : Prisma.empty}
-     ORDER BY t.key COLLATE "C" LIMIT ${o.limit}`;
+     ORDER BY t.key LIMIT ${o.limit}`;
+}
+
+/** The pending firings among `ids`: their due time as committed now (a move's job is checked against it). */
+export async function pendingFirings(db: Pick<Db, '$queryRaw'>, ids: readonly string[]): Promise<{ id: string; dueAt: Date; firing: FiringPayload }[]> {
+  return db.$queryRaw`
+    SELECT id, due_at AS "dueAt", payload AS firing FROM notifications
+     WHERE id = ANY(${ids}::uuid[]) AND status = 'PENDING' AND withdrawn_at IS NULL`;
 }

@@ -5,11 +5,11 @@
 // transaction after it locked the timer.
 // Guard: createTimers, the (client, key) unique index (an existing timer is
 // left alone); fireAgain and touchTimer, the caller's lock on the timer (it
-// read the firing's state under it).
+// read the firing's state under it); fireAgain's withdrawal, the room's.
 // Lock order: the timer, then its delivery row.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
-import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
+import { dedupeKeySql, deliveryInsertSql, withdrawSql } from '../../../core/delivery/index.js';
 import type { FiringPayload } from './reads.js';
 
 /** A firing to write: its row's id (made by the caller, for the job id), fire time and what it carries. */
@@ -36,7 +36,7 @@ export async function createTimers(db: Pick<Db, '$queryRaw'>, client: string, it
     WITH i AS (
       SELECT * FROM unnest(${items.map((x) => x.key)}::text[], ${items.map((x) => x.timerId)}::uuid[], ${items.map((x) => x.rowId)}::uuid[],
                            ${items.map((x) => x.dueAt)}::timestamptz[], ${items.map((x) => JSON.stringify(x.firing))}::jsonb[],
-                           ${items.map((x) => x.burstStartedAt)}::timestamptz[], ${items.map((x) => x.maxWaitMs)}::int[])
+                           ${items.map((x) => x.burstStartedAt)}::timestamptz[], ${items.map((x) => x.maxWaitMs)}::bigint[])
                AS i(key, timer_id, row_id, due_at, firing, burst_started_at, max_wait_ms)
     ),
     t AS (
@@ -65,7 +65,11 @@ export async function createTimers(db: Pick<Db, '$queryRaw'>, client: string, it
 /**
  * A new firing of the timer `f.timerId` (its last one delivered, failed,
  * cancelled or in flight): its delivery row written and the timer pointed at
- * it, in one statement. The caller holds the timer's lock.
+ * it, in one statement; then the timer's older firings withdrawn (the room's
+ * withdrawal: one given up FAILED is CANCELLED, so a redrive of its dead job
+ * delivers nothing; one in flight keeps its call, and is not retried if the
+ * call fails), so a timer has one firing that may still be delivered, and a
+ * cancel of the timer stops everything. The caller holds the timer's lock.
  */
 export async function fireAgain(db: Pick<Db, '$executeRaw'>, client: string, f: NewFiring): Promise<void> {
   await db.$executeRaw`
@@ -85,6 +89,12 @@ export async function fireAgain(db: Pick<Db, '$executeRaw'>, client: string, f: 
       payload: Prisma.sql`${JSON.stringify(f.firing)}::jsonb`,
       dueAt: Prisma.sql`${f.dueAt}::timestamptz`,
     })}`;
+  await db.$executeRaw`${withdrawSql({
+    kind: 'TIMER',
+    subject: 'timer_id',
+    from: Prisma.sql`(SELECT t.id, ${dedupeKeySql.timerFiring(Prisma.sql`t.id::text`, Prisma.sql`t.firings::text`)} AS kept_key FROM timers t WHERE t.id = ${f.timerId}::uuid) s`,
+    reason: 'replaced by a later firing of its timer',
+  })}`;
 }
 
 /** The timer's own record of a change of its pending firing (the row moved by the delivery room). */

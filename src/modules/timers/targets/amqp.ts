@@ -1,7 +1,9 @@
 // Sends a timer's message to an AMQP 0-9-1 exchange (RabbitMQ) over one
 // connection and one confirm channel, opened on the first send and again after
-// either closes. A send resolves only on the broker's publisher confirm.
-import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
+// either closes. A send resolves only on the broker's publisher confirm. An
+// exchange is checked on a probe channel before it is published to, so a
+// missing one (a 404 closes the channel) never takes the shared confirm channel down.
+import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import type { Logger } from '../../../core/logger.js';
 import type { AmqpTarget, TargetSender, TimerMessage } from './contract.js';
 import { withDeadline } from './deadline.js';
@@ -12,6 +14,8 @@ export type AmqpSenderOptions = { readonly url: string; readonly timeoutMs: numb
 const NOT_FOUND = 404;
 /** The error amqplib hands a publish's confirm callback on a basic.nack (a channel close hands another). */
 const NACKED = 'message nacked';
+/** How long an exchange found is trusted before it is checked again: one deleted later is soon found missing on the probe. */
+const EXCHANGE_SEEN_MS = 30_000;
 
 type Connection = { readonly model: ChannelModel; open: boolean; error: Error | null };
 
@@ -30,6 +34,9 @@ type Link = {
   readonly inFlight: Map<string, InFlight[]>;
 };
 
+/** The plain channel that checks exchanges exist; a 404 closes it, and the next check opens another. */
+type Probe = { readonly conn: Connection; readonly channel: Channel; open: boolean; error: Error | null };
+
 export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarget> {
   const { url, timeoutMs, log } = opts;
   let conn: Connection | null = null;
@@ -37,6 +44,12 @@ export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarg
   // Sends that arrive while the channel is being (re)opened share this one attempt,
   // rather than each opening a connection of its own.
   let opening: Promise<Link> | null = null;
+  let probe: Probe | null = null;
+  let probeOpening: Promise<Probe> | null = null;
+  /** Exchanges the broker said exist, with when it said so (performance.now() ms). */
+  const seen = new Map<string, number>();
+  /** The check under way per exchange, shared by the sends that arrive meanwhile. */
+  const checking = new Map<string, Promise<void>>();
   let closed = false;
 
   function currentLink(): Promise<Link> {
@@ -63,7 +76,60 @@ export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarg
     return l;
   }
 
+  function exchangeExists(exchange: string): Promise<void> {
+    const at = seen.get(exchange);
+    if (at !== undefined && performance.now() - at < EXCHANGE_SEEN_MS) return Promise.resolve();
+    let check = checking.get(exchange);
+    if (!check) {
+      check = checkExchange(exchange).finally(() => checking.delete(exchange));
+      checking.set(exchange, check);
+    }
+    return check;
+  }
+
+  async function checkExchange(exchange: string): Promise<void> {
+    // Checks queue up on the one probe channel; a 404 answers the check at the head
+    // and ends the others unanswered, so those ask again on a fresh channel. Each
+    // round answers at least its first check, so this ends.
+    for (;;) {
+      const p = await currentProbe();
+      try {
+        await p.channel.checkExchange(exchange);
+        seen.set(exchange, performance.now());
+        return;
+      } catch (err) {
+        if (notFound(err, exchange)) throw missingExchange(exchange, p.error ?? (err as Error));
+        if (!closed && notFound(p.error) && p.conn.open) continue;
+        const why = (p.error ?? p.conn.error ?? (err instanceof Error ? err : new Error(String(err)))).message;
+        throw new Error(`AMQP could not check that exchange '${exchange}' exists: ${why}`, { cause: err });
+      }
+    }
+  }
+
+  function currentProbe(): Promise<Probe> {
+    if (probe?.open) return Promise.resolve(probe);
+    probeOpening ??= openProbe().finally(() => {
+      probeOpening = null;
+    });
+    return probeOpening;
+  }
+
+  async function openProbe(): Promise<Probe> {
+    const { conn: c } = await currentLink();
+    const p: Probe = { conn: c, channel: await c.model.createChannel(), open: true, error: null };
+    // A 404 here is an answer, not trouble: the check that caused it reports it.
+    p.channel.on('error', (err: Error) => {
+      p.error = err;
+    });
+    p.channel.on('close', () => {
+      p.open = false;
+    });
+    probe = p;
+    return p;
+  }
+
   async function publish(target: AmqpTarget, message: TimerMessage): Promise<void> {
+    if (target.exchange !== '') await exchangeExists(target.exchange);
     let l = await currentLink();
     // Publisher flow control: past the write buffer's mark, wait for it to drain
     // rather than pile frames up in memory while the broker throttles the socket.
@@ -77,7 +143,7 @@ export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarg
       const onConfirm = (err: unknown) => {
         untrack(ch, message.id, entry);
         if (entry.returned) reject(new Error(`AMQP message unroutable: exchange '${target.exchange}' routes routing key '${target.routingKey}' to no queue`));
-        else if (err) reject(confirmError(ch, target, err));
+        else if (err) reject(failed(ch, target, err));
         else resolve();
       };
       track(ch, message.id, entry);
@@ -93,11 +159,17 @@ export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarg
       } catch (err) {
         // The channel closed between the check above and this publish.
         untrack(ch, message.id, entry);
-        reject(confirmError(ch, target, err));
+        reject(failed(ch, target, err));
         return;
       }
       if (!flowing) ch.drained ??= waitForDrain(ch);
     });
+  }
+
+  function failed(l: Link, target: AmqpTarget, err: unknown): Error {
+    // Deleted since it was last checked: the next send checks it again on the probe.
+    if (notFound(l.error, target.exchange)) seen.delete(target.exchange);
+    return confirmError(l, target, err);
   }
 
   return {
@@ -108,12 +180,15 @@ export function createAmqpSender(opts: AmqpSenderOptions): TargetSender<AmqpTarg
     async close() {
       closed = true;
       await opening?.catch(() => undefined);
+      await probeOpening?.catch(() => undefined);
       const l = link;
+      const p = probe;
       const c = conn;
       link = null;
+      probe = null;
       conn = null;
       // Each close waits for the broker's close-ok, which a silent connection never sends: bounded, then the socket goes.
-      if (l) await within(timeoutMs, () => l.channel.close());
+      await Promise.all([l && within(timeoutMs, () => l.channel.close()), p?.open && within(timeoutMs, () => p.channel.close())]);
       if (c) await within(timeoutMs, () => c.model.close());
       if (c?.open) destroySocket(c.model);
     },
@@ -143,11 +218,20 @@ function confirmError(l: Link, target: AmqpTarget, err: unknown): Error {
   if (!cause && err instanceof Error && err.message === NACKED) {
     return new Error(`AMQP broker refused the message (nack) for exchange '${target.exchange}'`);
   }
-  if (cause && (cause as { code?: unknown }).code === NOT_FOUND && cause.message.includes(`'${target.exchange}'`)) {
-    return new Error(`AMQP exchange '${target.exchange}' does not exist (${cause.message}); it may yet be declared`, { cause });
-  }
+  if (cause && notFound(cause, target.exchange)) return missingExchange(target.exchange, cause);
   const why = cause?.message ?? (err instanceof Error ? err.message : String(err));
   return new Error(`AMQP channel closed before the broker confirmed the message for exchange '${target.exchange}': ${why}`, { cause: cause ?? err });
+}
+
+/** The one error for a missing exchange, found by the probe or (deleted since) by a publish: retryable. */
+function missingExchange(exchange: string, cause: Error): Error {
+  return new Error(`AMQP exchange '${exchange}' does not exist (${cause.message}); it may yet be declared`, { cause });
+}
+
+/** Whether `err` is a broker 404 (a channel close); with `exchange`, one that names it. */
+function notFound(err: unknown, exchange?: string): boolean {
+  if (!(err instanceof Error) || (err as { code?: unknown }).code !== NOT_FOUND) return false;
+  return exchange === undefined || err.message.includes(`'${exchange}'`);
 }
 
 function track(l: Link, id: string, entry: InFlight): void {
