@@ -1,9 +1,11 @@
 // The timers' safety net, a periodic job (the relay): schedules again the
-// delivery job of a firing due soon whose job is missing (a lost schedule
-// after the commit, Redis data lost), and settles a firing whose job was
-// dead-lettered before it could record the outcome (FAILED). A firing due
-// later is left for a later pass: each pass reads only what falls due before
-// the next one, whatever the number of timers waiting.
+// delivery job of a firing past its fire time and still pending (its job was
+// never scheduled, or Redis lost it), and settles a firing whose job was
+// dead-lettered before it could record the outcome (FAILED). A firing whose
+// job is there is delivered at its time and never read here: a pass reads
+// only the firings overdue by more than a few seconds (normally none, and
+// those waiting for a retry), whatever the number of timers waiting. A lost
+// job costs its firing up to one interval.
 import type { Db } from '../../core/db.js';
 import type { Deliveries } from '../../core/delivery/index.js';
 import { forEachPage } from '../../core/keyset.js';
@@ -15,19 +17,20 @@ import { firingJob } from './timers.jobs.js';
 export const TIMERS_RELAY_JOB = 'timers.relay';
 export const TIMERS_RELAY_JOB_ID = 'timers:relay';
 
-// A firing younger than this may still be on its way from the schedule after commit.
+// A firing younger, or due more recently, than this may still be on its way
+// from the schedule after commit, or being delivered.
 const MIN_AGE_SECONDS = 5;
 const PAGE = 1_000;
 
 type Found = { id: string; dueAt: Date; firing: FiringPayload };
 
 export function createTimersRelay(d: { db: Db; deliveries: Deliveries; queue: Queue; log: Logger; everyMs: number; sendingStaleSeconds: number }) {
-  /** Pending firings due before the next pass (and a margin), in fire-time order after a cursor. */
+  /** Pending firings overdue, in fire-time order after a cursor. */
   const duePending = (after: Found | null) =>
     d.db.$queryRaw<Found[]>`
       SELECT id, due_at AS "dueAt", payload AS firing FROM notifications
        WHERE timer_id IS NOT NULL AND status = 'PENDING'
-         AND due_at < now() + make_interval(secs => ${(2 * d.everyMs) / 1_000}::double precision)
+         AND due_at < now() - make_interval(secs => ${MIN_AGE_SECONDS})
          AND created_at < now() - make_interval(secs => ${MIN_AGE_SECONDS})
          AND (${after === null} OR (due_at, id) > (${after?.dueAt ?? new Date(0)}, ${after?.id ?? '00000000-0000-0000-0000-000000000000'}::uuid))
        ORDER BY due_at, id LIMIT ${PAGE}`;
