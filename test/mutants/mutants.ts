@@ -6,7 +6,7 @@
 // statement) adds its mutant here; a text that no longer matches once stops
 // the runner, so the list cannot rot silently.
 
-export const MODEL_SUITES = ['orders', 'appointments', 'notifications', 'parcels'] as const;
+export const MODEL_SUITES = ['orders', 'appointments', 'notifications', 'parcels', 'timers'] as const;
 export type ModelSuite = (typeof MODEL_SUITES)[number];
 
 export type Mutant = {
@@ -25,6 +25,7 @@ export type Mutant = {
 };
 
 const DELIVERY = 'src/core/delivery';
+const TIMERS = 'src/modules/timers';
 
 export const MUTANTS: readonly Mutant[] = [
   {
@@ -299,6 +300,77 @@ export const MUTANTS: readonly Mutant[] = [
     replace: 'b JOIN areas a ON a.code = b.area_code',
     model: ['parcels'],
     integration: ['parcels.clients', 'clients.walk'],
+    required: false,
+  },
+  // The timers' rules (src/modules/timers/timers.service.ts's header).
+  {
+    id: 'TM1',
+    rule: 'keep never changes a timer that exists: it answers 200 with the timer as it is',
+    file: `${TIMERS}/timers.service.ts`,
+    find: "if (input.mode === 'keep') return { result: { status: 200, timer: cur } };",
+    replace: '',
+    model: ['timers'],
+    integration: ['timers.api'],
+    required: false,
+  },
+  {
+    id: 'TM2',
+    rule: "a debounce pushes the fire time, never past the burst's first call + maxWaitMs",
+    file: `${TIMERS}/timers.service.ts`,
+    find: 'if (maxWaitMs !== null) dueMs = Math.min(dueMs, startedAt.getTime() + maxWaitMs);',
+    replace: '',
+    model: ['timers'],
+    integration: ['timers.api'],
+    required: false,
+  },
+  {
+    id: 'TM3',
+    rule: 'a cancel that committed first stops the delivery: the firing CANCELLED and withdrawn, never called',
+    file: `${DELIVERY}/cancel.ts`,
+    find: "SET status = 'CANCELLED', withdrawn_at = now(), last_error = ${reason}",
+    replace: 'SET last_error = ${reason}',
+    model: ['timers'],
+    integration: ['timers.api', 'timers.delivery'],
+    required: false,
+  },
+  {
+    id: 'TM4',
+    rule: "a firing is DELIVERED only on its target's confirmation (a 2xx)",
+    file: `${TIMERS}/timers.jobs.ts`,
+    find: 'return senders.webhook.send(t, m, signal);',
+    replace: 'return senders.webhook.send(t, m, signal).catch(() => {});',
+    model: ['timers'],
+    integration: ['timers.delivery'],
+    required: false,
+  },
+  {
+    id: 'TM5',
+    rule: 'no delivery claims a firing before its own due time (a delivery due earlier is one it was moved away from)',
+    file: `${DELIVERY}/claim.ts`,
+    find: 'AND (due_at IS NULL OR due_at <= (SELECT t.due_at FROM t WHERE t.id = notifications.id))',
+    replace: '',
+    model: ['timers'],
+    integration: ['timers.delivery'],
+    required: false,
+  },
+  {
+    id: 'TM6',
+    rule: 'a move changes only a firing still PENDING: one a delivery claimed keeps its call, and the change is refused (409)',
+    file: `${DELIVERY}/move.ts`,
+    find: "WHERE id = ${id}::uuid AND status = 'PENDING' AND withdrawn_at IS NULL",
+    replace: 'WHERE id = ${id}::uuid',
+    model: ['timers'],
+    integration: ['timers.races'],
+    required: false,
+  },
+  {
+    id: 'TM7',
+    rule: "a new firing withdraws the timer's older ones: none is retried or redriven after it",
+    file: `${TIMERS}/sql/writes.ts`,
+    find: 'await db.$executeRaw`${withdrawSql({',
+    replace: 'void Prisma.sql`${withdrawSql({',
+    model: ['timers'],
+    integration: ['timers.firings'],
     required: false,
   },
 ];

@@ -1,5 +1,6 @@
 // Concurrent changes of one timer on the real service: the job ends at the
 // row's time whatever order two changes schedule in; one timer per key.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/redis.js';
@@ -109,6 +110,40 @@ describe('two PUTs of a new key at once', () => {
       const ok = (p.status === 200 && got.body.state === 'CANCELLED') || (p.status === 201 && got.body.state === 'PENDING');
       expect(d.status).toBe(200);
       expect(ok, `${i}: PUT ${p.status}, DELETE ${d.status}, then ${got.body.state}`).toBe(true);
+    }
+  });
+});
+
+describe('a move and a claim', () => {
+  it('a move that meets a claim committed after its read answers 409, and the claimed firing keeps its time', async () => {
+    expect((await svc.api().put('/timers/mc1').send({ delayMs: 600_000, target })).status).toBe(201);
+    const before = await rowOf('mc1');
+    // A claim stands in: the row locked, then made SENDING, while the PUT's move waits for it.
+    const claim = new pg.Client({ connectionString: tdb.url });
+    await claim.connect();
+    try {
+      await claim.query('BEGIN');
+      await claim.query('SELECT 1 FROM notifications WHERE id = $1::uuid FOR UPDATE', [before?.id]);
+      const put = svc
+        .api()
+        .put('/timers/mc1')
+        .send({ delayMs: 900_000, target })
+        .then((r) => r);
+      const waiting = async () =>
+        (
+          await tdb.db.$queryRaw<{ n: bigint }[]>`
+            SELECT count(*) AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE notifications SET due_at%'`
+        )[0]?.n === 1n;
+      expect(await waitFor(waiting, 10_000, 20)).toBe(true);
+      await claim.query(`UPDATE notifications SET status = 'SENDING', sending_at = now() WHERE id = $1::uuid`, [before?.id]);
+      await claim.query('COMMIT');
+      const r = await put;
+      expect({ status: r.status, code: r.body.code }).toEqual({ status: 409, code: 'TIMER_DELIVERING' });
+      const after = await rowOf('mc1');
+      expect({ status: after?.status, due: after?.due.getTime() }).toEqual({ status: 'SENDING', due: before?.due.getTime() });
+    } finally {
+      await claim.end();
     }
   });
 });
