@@ -32,6 +32,9 @@ import { createReportsModule } from './modules/reports/reports.module.js';
 import { createTimersModule } from './modules/timers/timers.module.js';
 import { checkEvictionPolicy, checkQueueLayout } from './queue/index.js';
 
+/** Connections of the main pool kept open while idle (on an outside database). */
+const KEEP_OPEN = 4;
+
 /** Connections of the parcel flusher's own pool (worker roles on an outside database). */
 const FLUSH_POOL_SIZE = 6;
 
@@ -80,7 +83,11 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   // The embedded database takes one connection, kept open for the service's
   // life (opened by the first query below): a slot that went free when idle
   // would be there for anything else able to reach the socket.
-  const db = config.DATABASE_URL ? createDb(databaseUrl, config.DATABASE_POOL_SIZE) : createDb(databaseUrl, 1, 1);
+  // A few connections stay open while idle: the first burst after a quiet
+  // spell (timers firing at once) would otherwise wait for new connections.
+  const db = config.DATABASE_URL
+    ? createDb(databaseUrl, config.DATABASE_POOL_SIZE, Math.min(KEEP_OPEN, config.DATABASE_POOL_SIZE))
+    : createDb(databaseUrl, 1, 1);
   stack.push({ name: 'postgres', stop: () => db.$disconnect() });
   if (embeddedDir) await ensureDevelopmentKey(apiKeyStore(db), embeddedDir, log);
   const clientSecrets = createClientWebhookSecrets(db);
