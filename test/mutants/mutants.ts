@@ -111,7 +111,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: 'M6',
     rule: 'a success is a success once its status line arrives, whatever its body does',
-    file: 'src/modules/notifications/notifier.ts',
+    file: 'src/core/webhook-call.ts',
     find: `      settle();
       resolve({ status: res.statusCode ?? 0, location: res.headers.location });`,
     replace: `      res.on('end', () => {
