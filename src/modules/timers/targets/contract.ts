@@ -10,7 +10,6 @@ export type AmqpTarget = { readonly type: 'amqp'; readonly exchange: string; rea
 export type NatsTarget = { readonly type: 'nats'; readonly subject: string };
 export type TimerTarget = WebhookTarget | AmqpTarget | NatsTarget;
 export type TargetKind = TimerTarget['type'];
-export const TARGET_KINDS = ['webhook', 'amqp', 'nats'] as const satisfies readonly TargetKind[];
 
 export type TimerMessage = {
   /** Stable across retries: webhook-id / Idempotency-Key, AMQP message-id, Nats-Msg-Id. */
