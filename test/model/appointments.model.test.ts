@@ -59,6 +59,8 @@ afterAll(async () => {
 });
 
 const offset = fc.integer({ min: -1_000, max: 2_500 });
+/** The aimed take-back's slot: far enough ahead that a loaded host still calls the reminder, and moves back, before it starts. */
+const ROOMY_START_IN_MS = 10_000;
 const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset, client).map(([l, o, c]) => new Book(l, o, c)) },
@@ -86,6 +88,13 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
         client,
       )
       .map(([k, t, o, c]) => new DuringCall(k, t, o, c)),
+  },
+  // A slot left while its reminder's call fails or runs, then held again: only
+  // the take-back gives it its reminder back (a failed one), and a running
+  // call must be left to decide (else the take-back calls it a second time).
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom<CallReceiver>('fail', 'slowOk'), offset, client).map(([k, o, c]) => new DuringCall(k, 'back', o, c, ROOMY_START_IN_MS)),
   },
   // A new lead while the reminder's call runs: the slot is held still, the call decides.
   {

@@ -386,6 +386,22 @@ export async function runSuite<M extends object>(o: SuiteOptions<M>): Promise<Su
 }
 
 /**
+ * A read of the test's own database connection, tried again for a while: a
+ * `During` fault may have terminated it (the first query after fails).
+ */
+export async function dbRead<T>(read: () => Promise<T>): Promise<T> {
+  const end = Date.now() + 15_000;
+  for (;;) {
+    try {
+      return await read();
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  }
+}
+
+/**
  * Waits until `done` has held for `stableMs` without a break (a redriven or
  * retried delivery may be about to start even when every row looks final),
  * polling every 200 ms; false after `timeoutMs`.

@@ -1,13 +1,14 @@
-// Runs the seeded mutants (mutants.ts): copies the tree once to a scratch
-// directory (HEAD by default; MUTANTS_FROM=tests for HEAD with the working
-// tree's test/, =worktree for the working tree's files), then per mutant replaces its text, runs the model suites it names
-// with the seeds and run counts CI uses (no MODEL_* variable passes through)
-// and its integration files, puts the text back, and prints a table; the last
-// line is `mutants: model K/N, integration K/N`. The checkout it runs from is
-// never written. A mutant whose text does not occur exactly once stops the
-// run before anything starts.
+// Runs the seeded mutants (mutants.ts): copies the tree to a scratch
+// directory per lane (HEAD by default; MUTANTS_FROM=tests for HEAD with the
+// working tree's test/, =worktree for the working tree's files), then per
+// mutant replaces its text, runs the model suites it names with the seeds and
+// run counts CI uses (no MODEL_* variable passes through) and its integration
+// files, puts the text back, and prints a table; the last line is
+// `mutants: model K/N, integration K/N`. The checkout it runs from is never
+// written. A mutant whose text does not occur exactly once stops the run
+// before anything starts.
 //
-// npm run test:mutants [-- M1 M4 ...] [-- --model-only | --integration-only]
+// npm run test:mutants [-- M1 M4 ...] [-- --model-only | --integration-only] [-- --jobs N]
 // npm run test:mutants -- --unmutated [orders ...]   the suites without a mutant: pass, time, summary
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MODEL_LIMIT_MS = 8 * 60_000;
 const INTEGRATION_LIMIT_MS = 6 * 60_000;
 
-type Outcome = { killed: boolean; by: string; ms: number };
+/** `error`: the suite ended without a verdict (it did not start, or stopped another way): neither a kill nor a survival. */
+type Outcome = { killed: boolean; by: string; ms: number; error?: boolean };
 type Row = { m: Mutant; model?: Outcome; integration?: Outcome };
 
 /** An integration file by its name (`notifications.faults`), wherever under test/integration/ it lives; a name that is not there stops the run. */
@@ -78,6 +80,22 @@ function validate(dir: string, list: readonly Mutant[]): void {
   if (bad.length) throw new Error(`mutants out of date (fix test/mutants/mutants.ts):\n  ${bad.join('\n  ')}`);
 }
 
+/** Every process below `root`, found through `ps` while they still have their parents. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const line of execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).split('\n')) {
+    const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+    if (pid && ppid) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  }
+  const found: number[] = [];
+  for (let todo = [root]; todo.length;) {
+    const next = children.get(todo.pop() as number) ?? [];
+    found.push(...next);
+    todo.push(...next);
+  }
+  return found;
+}
+
 /** Runs a vitest command in `dir`; `killedBy` finds a failure in its output (the run is stopped at the first). */
 function vitest(dir: string, args: string[], limitMs: number, killedBy: (out: string) => string | null): Promise<{ by: string | null; out: string }> {
   const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MODEL_'))), NO_COLOR: '1', FORCE_COLOR: '0' };
@@ -90,12 +108,15 @@ function vitest(dir: string, args: string[], limitMs: number, killedBy: (out: st
     });
     let out = '';
     let by: string | null = null;
-    // The whole group: the suite's service processes, Redis and receivers end with it.
+    // The whole tree: the suite's service processes, Redis and receivers end
+    // with it (the group alone missed processes that left it).
     const stop = () => {
-      try {
-        process.kill(-(child.pid as number), 'SIGKILL');
-      } catch {
-        // already gone
+      for (const pid of [...descendants(child.pid as number), -(child.pid as number)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
       }
     };
     const timer = setTimeout(stop, limitMs);
@@ -107,7 +128,7 @@ function vitest(dir: string, args: string[], limitMs: number, killedBy: (out: st
     child.stderr?.on('data', onData);
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (by === null && code !== 0) by = killedBy(out) ?? (code === null ? `stopped after ${limitMs / 60_000} min` : null);
+      if (by === null && code !== 0) by = killedBy(out) ?? (code === null ? `stopped after ${limitMs / 60_000} min` : `exited ${code} without a failed run`);
       done({ by, out });
     });
   });
@@ -122,7 +143,7 @@ async function runModel(dir: string, m: Mutant): Promise<Outcome> {
       return f ? `${suite}, run ${Number(f[1]) + 1}` : null;
     });
     if (r.by?.startsWith(suite)) return { killed: true, by: r.by, ms: Date.now() - t0 };
-    if (r.by !== null) return { killed: false, by: `${suite}: ${r.by} (not a failed run: see the output)`, ms: Date.now() - t0 };
+    if (r.by !== null) return { killed: false, error: true, by: `${suite}: ${r.by}`, ms: Date.now() - t0 };
   }
   return { killed: false, by: m.model.join(', '), ms: Date.now() - t0 };
 }
@@ -134,7 +155,7 @@ async function runIntegration(dir: string, m: Mutant): Promise<Outcome> {
   return { killed: r.by !== null, by: r.by ?? m.integration.join(', '), ms: Date.now() - t0 };
 }
 
-const fmt = (o: Outcome | undefined) => (o ? `${o.killed ? 'killed' : 'SURVIVED'} (${o.by}; ${Math.round(o.ms / 1000)} s)` : 'not run');
+const fmt = (o: Outcome | undefined) => (o ? `${o.killed ? 'killed' : o.error ? 'ERROR' : 'SURVIVED'} (${o.by}; ${Math.round(o.ms / 1000)} s)` : 'not run');
 
 /** The suites on the unmutated copy, for their run time and that they pass at CI's seeds. */
 async function unmutated(dir: string, suites: readonly ModelSuite[]): Promise<void> {
@@ -149,6 +170,37 @@ async function unmutated(dir: string, suites: readonly ModelSuite[]): Promise<vo
   }
 }
 
+/** Applies `m` to the copy in `dir`, runs its suites, puts the text back. */
+async function runMutant(dir: string, m: Mutant, args: string[]): Promise<Row> {
+  const path = join(dir, m.file);
+  const original = readFileSync(path, 'utf8');
+  writeFileSync(
+    path,
+    original.replace(m.find, () => m.replace),
+  );
+  const row: Row = { m };
+  try {
+    if (!args.includes('--integration-only') && m.model.length) row.model = await runModel(dir, m);
+    if (!args.includes('--model-only') && m.integration.length) row.integration = await runIntegration(dir, m);
+  } finally {
+    writeFileSync(path, original);
+  }
+  console.log(`${m.id}: model ${fmt(row.model)}; integration ${fmt(row.integration)}`);
+  return row;
+}
+
+/**
+ * Mutants run side by side in this many lanes (`--jobs N`, default 2): the
+ * suites wait on timers and I/O more than they compute, and each starts its
+ * own Redis, database and ports, so two lanes fit a 2-core machine.
+ */
+function jobCount(args: string[]): number {
+  const i = args.indexOf('--jobs');
+  const n = i === -1 ? 2 : Number(args[i + 1]);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--jobs takes a whole number of lanes, not ${args[i + 1]}`);
+  return n;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--unmutated')) {
@@ -160,11 +212,13 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  const only = args.filter((a) => !a.startsWith('--'));
+  const only = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--jobs');
   const list = only.length ? MUTANTS.filter((m) => only.includes(m.id)) : MUTANTS;
   if (only.length && list.length !== only.length) throw new Error(`unknown mutant among ${only.join(' ')}`);
-  const dir = scratchTree(process.env.MUTANTS_FROM ?? 'head');
-  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  const jobs = jobCount(args);
+  // One scratch tree per lane: a lane mutates its own copy, never another's.
+  const dirs = Array.from({ length: Math.min(jobs, list.length) || 1 }, () => scratchTree(process.env.MUTANTS_FROM ?? 'head'));
+  const cleanup = () => dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
   process.on('SIGINT', () => {
     cleanup();
     process.exit(130);
@@ -172,24 +226,12 @@ async function main(): Promise<void> {
   const started = Date.now();
   const rows: Row[] = [];
   try {
-    validate(dir, list);
-    for (const m of list) {
-      const path = join(dir, m.file);
-      const original = readFileSync(path, 'utf8');
-      writeFileSync(
-        path,
-        original.replace(m.find, () => m.replace),
-      );
-      const row: Row = { m };
-      try {
-        if (!args.includes('--integration-only') && m.model.length) row.model = await runModel(dir, m);
-        if (!args.includes('--model-only') && m.integration.length) row.integration = await runIntegration(dir, m);
-      } finally {
-        writeFileSync(path, original);
-      }
-      rows.push(row);
-      console.log(`${m.id}: model ${fmt(row.model)}; integration ${fmt(row.integration)}`);
-    }
+    validate(dirs[0] as string, list);
+    let next = 0;
+    const lane = async (dir: string) => {
+      for (let i = next++; i < list.length; i = next++) rows[i] = await runMutant(dir, list[i] as Mutant, args);
+    };
+    await Promise.all(dirs.map(lane));
   } finally {
     cleanup();
   }

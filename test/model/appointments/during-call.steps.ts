@@ -1,7 +1,7 @@
 // The appointments model suite's aimed steps: moves that meet a reminder's
 // call, which random moves seldom do (a call lasts a few hundred ms at most).
 import type { ModelClient, ReceiverKind } from '../world.js';
-import { type Real, Step } from '../runner.js';
+import { type Real, Step, dbRead } from '../runner.js';
 import { OnAppt, book } from './book.steps.js';
 import { type Model, fail, startAt } from './model.js';
 import { applyLead, leadFor } from './lead.step.js';
@@ -38,17 +38,24 @@ export class DuringCall extends Step<Model> {
     readonly then: Then,
     readonly awayOffsetMs: number,
     readonly as: ModelClient,
+    /**
+     * How far ahead the slot starts (its reminder due at once all the same):
+     * room for the first call to come, and for the move back, on a loaded
+     * host. The longer the slot is ahead, the longer the step looks for the call.
+     */
+    readonly startInMs = START_IN_MS,
   ) {
     super();
   }
   async act(m: Model, r: Real) {
     r.world.receiver(this.receiver);
-    const a = await book(m, r, this.as, LEAD_S, START_IN_MS - LEAD_S * 1_000);
+    const leadS = Math.max(LEAD_S, Math.ceil(this.startInMs / 1_000) + 1);
+    const a = await book(m, r, this.as, leadS, this.startInMs - leadS * 1_000);
     if (!a) return;
     const home = a.current;
-    const end = Date.now() + LOOK_MS;
+    const end = Date.now() + LOOK_MS * (this.startInMs / START_IN_MS);
     for (;;) {
-      const n = await r.world.db.notification.findFirst({ where: { appointmentId: a.id }, select: { status: true, attempts: true } });
+      const n = await dbRead(() => r.world.db.notification.findFirst({ where: { appointmentId: a.id }, select: { status: true, attempts: true } }));
       if (n && (n.status === 'SENDING' || n.attempts > 0)) break;
       if (Date.now() > end) return;
       await new Promise((res) => setTimeout(res, 10));
@@ -73,7 +80,8 @@ export class DuringCall extends Step<Model> {
       cancel: '',
       lead: `, to remind in ${this.awayOffsetMs} ms`,
     };
-    return `DuringCall(${this.receiver}, ${this.then}${how[this.then]}, ${this.as})`;
+    const room = this.startInMs === START_IN_MS ? '' : `, start in ${this.startInMs} ms`;
+    return `DuringCall(${this.receiver}, ${this.then}${how[this.then]}, ${this.as}${room})`;
   }
 }
 

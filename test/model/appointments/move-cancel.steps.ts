@@ -30,10 +30,24 @@ export function applyMove(a: Appt, to: string, res: Reply): void {
     if (!a.cancelled) fail(`move of ${a.id}: refused as cancelled, never cancelled`, res);
     return;
   }
-  // Retried after a 503 until the start had passed: an earlier attempt may have moved it.
+  // Retried after a 503 until the start had passed: an earlier attempt may have moved it (clarified reads which).
   if (res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.attempts > 1)
-    throw new Error(`move of ${a.id} retried past its start: unclear; widen MIN_AHEAD_MS`);
+    throw new Error(`move of ${a.id} retried past its start: unclear (read it back with clarified)`);
   fail(`move of ${a.id}`, res);
+}
+
+/**
+ * A move retried after 503s until its start had passed is refused as past,
+ * yet an earlier attempt may have committed it (each attempt had ended when
+ * its answer came): the appointment as read now says which. The move's answer
+ * as if given by the attempt that committed (its remind time as read), or null
+ * when none did; any other answer as it came.
+ */
+export async function clarified(r: Real, a: Appt, to: string, res: Reply): Promise<Reply | null> {
+  if (!(res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.attempts > 1)) return res;
+  const now = await r.world.httpAs(a.client).send('GET', `/appointments/${a.id}`);
+  if (now.status !== 200) fail(`get ${a.id} after a move to ${to} retried past its start`, now);
+  return now.body.startsAt === to && to !== a.current ? { ...res, status: 200, body: now.body } : null;
 }
 
 export function applyCancel(a: Appt, res: Reply): void {
@@ -53,7 +67,8 @@ export class Move extends OnAppt {
   async act(m: Model, r: Real) {
     const a = this.appt(m);
     const to = target(a, this.back, this.offsetMs);
-    applyMove(a, to, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: to }));
+    const res = await clarified(r, a, to, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { startsAt: to }));
+    if (res) applyMove(a, to, res);
   }
   toString() {
     return this.back === null ? `Move(${this.pick}, remind in ${this.offsetMs} ms)` : `MoveBack(${this.pick}, ${this.back})`;

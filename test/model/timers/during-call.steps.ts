@@ -2,10 +2,10 @@
 // timer's call runs (or between its attempts), which random steps seldom meet
 // (a call lasts a few hundred ms at most).
 import type { ModelClient, ReceiverKind } from '../world.js';
-import { type Real, Step } from '../runner.js';
+import { type Real, Step, dbRead } from '../runner.js';
 import { cancel } from './read-cancel.steps.js';
 import { put } from './put.steps.js';
-import { type Model, current, dbRead, find, freshKey } from './model.js';
+import { type Model, current, find, freshKey } from './model.js';
 
 /** The receiver while the timer is called: a slow success, one past the call's timeout, a call that hangs, failures, a refusal. */
 export type CallReceiver = Extract<ReceiverKind, 'slowOk' | 'slowTimeout' | 'hang' | 'fail' | 'reject'>;

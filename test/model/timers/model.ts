@@ -3,7 +3,7 @@
 // debounce burst, a cancel answered), and the reads of the database a step
 // makes after an answer (which firing is the timer's current one).
 import type { Reply } from '../../chaos/drivers/http.js';
-import { EPS_MS, type Real, fail } from '../runner.js';
+import { EPS_MS, type Real, dbRead, fail } from '../runner.js';
 import { MODEL_CLIENTS, MODEL_TIMERS, type ModelClient } from '../world.js';
 
 export { EPS_MS, fail };
@@ -61,12 +61,15 @@ export type Model = {
   /** Sequence of payloads and fresh keys: every request's payload differs. */
   seq: number;
   counts: { keeps: number; moved: number; refiredByPut: number; delivering409: number; cancels: number; bursts: number; duringCall: number };
+  /** Rate-limit scopes the run set from the admin API (removed once it settled). */
+  rateLimits: string[];
 };
 
 export const newModel = (): Model => ({
   timers: [],
   seq: 0,
   counts: { keeps: 0, moved: 0, refiredByPut: 0, delivering409: 0, cancels: 0, bursts: 0, duringCall: 0 },
+  rateLimits: [],
 });
 
 /** The keys a run draws from: few, so requests meet timers that exist, of either client. */
@@ -101,22 +104,6 @@ export function bodyOf(r: Real, input: PutInput): Record<string, unknown> {
 }
 
 export const attemptsOf = (input: PutInput) => input.maxAttempts ?? MODEL_TIMERS.MAX_ATTEMPTS;
-
-/**
- * A read of the test's own database connection, tried again for a while: a
- * `During` fault may have terminated it (the first query after fails).
- */
-export async function dbRead<T>(read: () => Promise<T>): Promise<T> {
-  const end = Date.now() + 15_000;
-  for (;;) {
-    try {
-      return await read();
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-  }
-}
 
 /** The id of the timer's current firing as the database has it now (null: no such timer). */
 export async function firingIdOf(r: Real, client: ModelClient, key: string): Promise<string | null> {

@@ -3,10 +3,10 @@
 // timers that exist, of either client), a change of a timer's fire time
 // (earlier or later), a keep of a timer that exists, a batch of PUTs, and a
 // debounce burst of several calls.
-import { OnPick, type Real, Step } from '../runner.js';
+import { OnPick, type Real, Step, dbRead } from '../runner.js';
 import type { ModelClient } from '../world.js';
 import { applyPut } from './judge.js';
-import { type Mode, type Model, type PutInput, type Timer, bodyOf, current, dbRead, fail, firingIdOf, freshKey, poolKey, version } from './model.js';
+import { type Mode, type Model, type PutInput, type Timer, bodyOf, current, fail, firingIdOf, freshKey, poolKey, version } from './model.js';
 
 /** Sends one PUT, judges its answer and applies it. */
 export async function put(m: Model, r: Real, as: ModelClient, key: string, input: PutInput): Promise<void> {
