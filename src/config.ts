@@ -5,7 +5,7 @@ import { isSupportedCountry } from 'libphonenumber-js';
 import { z } from 'zod';
 import { maskUrlPassword, urlPassword } from './core/url-password.js';
 import { parseWebhookSecrets } from './core/webhook-secrets.js';
-import { checkSchedule } from './queue/index.js';
+import { checkSchedule, parseRules } from './queue/index.js';
 
 const SECOND = 1_000;
 const KiB = 1_024;
@@ -162,6 +162,20 @@ const schema = z.object({
   QUEUE_DEAD_MAX_PER_SHARD: int(100, 100_000_000).default(100_000),
   // Largest job payload accepted, after JSON encoding.
   QUEUE_MAX_PAYLOAD_BYTES: int(64, 16 * KiB * KiB).default(64 * KiB),
+  // Outbound rate limits shared by every worker: "<scope>=<count>/<interval>,..."
+  // where the scope is a queue, "<queue>:<job type>" or "endpoint:<key>"
+  // (docs/operations.md, Rate limits). Run-time ones from the admin API win per scope.
+  QUEUE_RATE_LIMITS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseRules(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+        return z.NEVER;
+      }
+    }),
   // Handlers running at once per queue in one worker process.
   WORKER_CONCURRENCY: int(1, 10_000).default(50),
   // A claimed job not acked within its lease is delivered again.
@@ -177,8 +191,37 @@ const schema = z.object({
   // How long past its deadline an unpaid order may stay before the pass cancels it
   // (the expiry job normally does it within milliseconds).
   ORDER_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),
+  // Longest payment window a deadline move may give, counted from the order's creation
+  // (the longest window a create may ask for: a week).
+  ORDER_MAX_WINDOW_SECONDS: int(1, 31_536_000).default(604_800),
+  // How long before its deadline an unpaid order's payment reminder is written; unset: none
+  // (an order may ask for its own, or none, on create).
+  PAYMENT_REMINDER_BEFORE_SECONDS: int(1, 86_400).optional(),
   // Reminder lead time when a booking gives none.
   REMINDER_LEAD_SECONDS: int(0, 2_592_000).default(86_400),
+  // The IANA time zone of an appointment booked without one: quiet hours are its wall-clock times.
+  // Stored as Intl names it (europe/berlin -> Europe/Berlin), as a client's zone is.
+  APPOINTMENT_DEFAULT_TIME_ZONE: z
+    .string()
+    .max(64)
+    .refine((v) => {
+      try {
+        return /^[A-Za-z]/.test(v) && Boolean(new Intl.DateTimeFormat('en-US', { timeZone: v }));
+      } catch {
+        return false;
+      }
+    }, 'must be an IANA time zone, e.g. Europe/Berlin')
+    .transform((v) => new Intl.DateTimeFormat('en-US', { timeZone: v }).resolvedOptions().timeZone)
+    .default('UTC'),
+  // Quiet hours of reminders, HH:MM-HH:MM in each appointment's time zone (22:00-08:00 wraps midnight):
+  // a reminder planned inside is sent at the window's start before it, or its end after it
+  // (REMINDER_QUIET_HOURS_SHIFT), never at or after the appointment's start. Unset: none.
+  REMINDER_QUIET_HOURS: z
+    .string()
+    .regex(/^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM-HH:MM, e.g. 22:00-08:00')
+    .refine((v) => v.slice(0, 5) !== v.slice(6), 'must start and end at different times')
+    .optional(),
+  REMINDER_QUIET_HOURS_SHIFT: z.enum(['before', 'after']).default('before'),
   // How often the appointments reconciliation pass runs, and how late a reminder may be before it repairs it.
   APPOINTMENT_RECONCILE_INTERVAL_SECONDS: int(1, 86_400).default(60),
   APPOINTMENT_RECONCILE_GRACE_SECONDS: int(0, 86_400).default(30),

@@ -10,6 +10,7 @@ import { startHttp } from './composition/http.js';
 import { type Stack, createStack } from './composition/stack.js';
 import { REDIS_START_TIMEOUT_MS, duringStartUp } from './composition/start-up.js';
 import { startWorkers } from './composition/workers.js';
+import { startRateLimits } from './composition/rate-limits.js';
 import type { Config } from './config.js';
 import { type ApiKeyStore, apiKeyStore } from './core/auth/api-keys.js';
 import { SCOPES } from './core/auth/scopes.js';
@@ -153,14 +154,15 @@ async function start(config: Config, role: Role, log: Logger, options: ServiceOp
   metrics.watchQueues(modules.map((m) => m.queue));
   for (const m of modules) m.queue.onScheduled((n) => metrics.scheduled(m.queue.name, n));
 
-  if (role === 'all' || role === 'worker') await startWorkers({ config, log, target, redis, modules, metrics, stack });
+  const rateLimits = await startRateLimits({ config, log, redis, db, metrics, stack });
+  if (role === 'all' || role === 'worker') await startWorkers({ config, log, target, redis, modules, metrics, stack, limiter: rateLimits.limiter });
   let http: { port: number; app?: Express } = { port: 0 };
   if (role === 'all' || role === 'api') {
     const reads = {
       recentBatches: (limit: number, client?: string) => parcels.service.recentBatches(limit, client),
       dailyReports: (limit: number) => reports.latest(limit),
     };
-    http = await startHttp({ config, log, redis, db, modules, metrics, reads, clientSecrets, stack });
+    http = await startHttp({ config, log, redis, db, modules, metrics, reads, clientSecrets, stack, rateLimits });
   }
   return { ...http, modules, module: moduleOf(modules), redis, clientSecrets, stop };
 }

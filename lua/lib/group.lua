@@ -3,19 +3,52 @@ group (a library, not a script: scripts/registry.ts puts it in front of the batc
 scripts)
 
 A group's waiting items are a ZSET scored by arrival; the groups ZSET lists
-each group that has waiting items at its oldest item's arrival. Every script
-that takes items out or puts them back re-lists the group here, so its first
-arrival is always exact (the flusher sleeps until first arrival + max wait).
+each group that has waiting items at its deadline: its oldest item's arrival
+plus the group's maximum wait. Every script that takes items out, puts them
+back or changes the group's rule re-lists the group here, so its deadline is
+always exact (the flusher sleeps until the earliest deadline).
+
+A group's rule (batch size, maximum wait) is a field of the shard's `rules`
+HASH, "<size>,<wait ms>", either part empty for the caller's default; a
+group without a field takes both defaults.
 ]]
 
--- Lists `group` in `groups` at the arrival of its oldest item in `items`, or
--- unlists it when none is left. `onlyIfListed`: never list a group that is not
--- listed (ZADD XX). Returns the first arrival (a string of digits) or nil.
-local function groupRelist(groups, items, group, onlyIfListed)
+-- The group's batch size and maximum wait (ms): its rule's, else the defaults.
+local function groupRule(rules, group, defSize, defWait)
+  local size, wait = tonumber(defSize), tonumber(defWait)
+  local r = redis.call('HGET', rules, group)
+  if r then
+    local s, w = string.match(r, '^(%d*),(%d*)$')
+    if s and s ~= '' then size = tonumber(s) end
+    if w and w ~= '' then wait = tonumber(w) end
+  end
+  return size, wait
+end
+
+-- Sets the group's rule from `rule`: "" leaves it, "-" clears it (both
+-- defaults), "<size>,<wait ms>" sets it (either part may be empty).
+local function groupSetRule(rules, group, rule)
+  if rule == '-' or rule == ',' then
+    redis.call('HDEL', rules, group)
+  elseif rule ~= '' then
+    redis.call('HSET', rules, group, rule)
+  end
+end
+
+-- Lists `group` in `groups` at its deadline (the arrival of its oldest item
+-- in `items` + `wait` ms), or unlists it when none is left. `onlyIfListed`:
+-- never list a group that is not listed (ZADD XX). Returns the deadline (a
+-- number, ms) or nil.
+local function groupRelist(groups, items, group, wait, onlyIfListed)
   local first = redis.call('ZRANGE', items, '0', '0', 'WITHSCORES')
   if first[2] then
-    if onlyIfListed then redis.call('ZADD', groups, 'XX', first[2], group) else redis.call('ZADD', groups, first[2], group) end
-    return first[2]
+    local deadline = tonumber(first[2]) + wait
+    if onlyIfListed then
+      redis.call('ZADD', groups, 'XX', deadline, group)
+    else
+      redis.call('ZADD', groups, deadline, group)
+    end
+    return deadline
   end
   redis.call('ZREM', groups, group)
   return nil
@@ -24,18 +57,18 @@ end
 -- Takes every full batch the group holds (its oldest items, a multiple of
 -- `size`) and re-lists the group. Returns the taken items with their
 -- arrivals, flat (item, arrival, ...), oldest first (empty when not full),
--- and when something was taken the group's first arrival after it (or nil).
-local function groupTakeFull(groups, items, group, size)
+-- and when something was taken the group's deadline after it (or nil).
+local function groupTakeFull(groups, items, group, size, wait)
   local count = redis.call('ZCARD', items)
   local n = count - count % size
   if n == 0 then return {}, nil end
   local taken = redis.call('ZPOPMIN', items, n)
-  return taken, groupRelist(groups, items, group, false)
+  return taken, groupRelist(groups, items, group, wait, false)
 end
 
--- Announces `first` (the group's first arrival) on `wake` when the group is
--- the earliest waiting one: the flusher then sleeps until first + max wait.
-local function groupAnnounce(groups, group, first, wake)
+-- Announces `deadline` (the group's) on `wake` when the group is the
+-- earliest waiting one: the flusher then sleeps until it.
+local function groupAnnounce(groups, group, deadline, wake)
   local head = redis.call('ZRANGE', groups, 0, 0)
-  if head[1] == group then redis.call('PUBLISH', wake, first) end
+  if head[1] == group then redis.call('PUBLISH', wake, string.format('%d', deadline)) end
 end

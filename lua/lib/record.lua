@@ -31,6 +31,11 @@ local function recordDue(rec)
   return due
 end
 
+-- The job type of a readable record, or nil.
+local function recordType(rec)
+  return string.match(rec, '^%d+,%d+,%d+,%d*,([^,]*),')
+end
+
 -- Whether `rec` is the record of the delivery holding `token` (a string of digits).
 local function recordHeldBy(rec, token)
   return rec ~= false and rec ~= nil and string.sub(rec, 1, #token + 1) == token .. ','

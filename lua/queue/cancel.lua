@@ -1,12 +1,12 @@
 --[[
-cancel: remove a job by id in whatever state it is (pending, in flight, dead).
+cancel: remove a job by id in whatever state it is (pending, parked, in flight, dead).
 A worker running it keeps running, but its ack, nack or extension then finds
 no record and changes nothing.
 
 Why atomic: the record and the set memberships must go together, or a claim
 could pick up a job whose record was just deleted.
 
-Uses lua/lib/record.lua, chunk.lua, records.lua and due-index.lua.
+Uses lua/lib/record.lua, chunk.lua, records.lua, due-index.lua and pause.lua.
 
 KEYS[1] due           ZSET
 KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
@@ -16,22 +16,25 @@ KEYS[5] records       HASH  the record groups' level, split pointer and count
 KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
 KEYS[7] dead          ZSET
 KEYS[8] errors        HASH
+KEYS[9] paused        HASH  (not read here)
+KEYS[10] parked       prefix of the parked ZSETs, one per type (no such key)
 
 ARGV[1] job id
 
-Returns 1 pending, 2 in flight, 3 dead: the state the job was removed from;
-0 not found.
+Returns 1 pending (in its due bucket or parked), 2 in flight, 3 dead: the
+state the job was removed from; 0 not found.
 ]]
 local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
+pauseUse(KEYS[9], KEYS[10])
 local id = ARGV[1]
 local rec, key = recGet(id)
 if not rec then return 0 end
 local state = 1
 if redis.call('ZREM', inflight, id) == 1 then state = 2
 elseif redis.call('ZREM', dead, id) == 1 then state = 3
-else dueRemove(recordDue(rec), id) end
+else pendingRemove(rec, id) end
 recDelete(key, id)
 redis.call('HDEL', errors, id)
 recDone()

@@ -20,7 +20,14 @@ server that then hung, it may run long after its worker gave up on it and
 closed the connection; past its deadline it changes nothing, so no job is
 leased to a worker that is no longer waiting for it.
 
-Uses lua/lib/time.lua, record.lua, chunk.lua, records.lua and due-index.lua.
+A paused queue claims nothing: only its expired leases go back to due (so
+nothing stays stuck in flight), and it answers no next due time, so workers
+sleep until a lease expires, their idle re-check, or resume's wake-up. The
+due jobs of a paused type are parked (lib/pause.lua) instead of claimed: set
+aside with their due time, so the other types' jobs behind them are claimed
+and no claim meets them again. A job claimed before the pause keeps running.
+
+Uses lua/lib/time.lua, record.lua, chunk.lua, records.lua, due-index.lua and pause.lua.
 
 KEYS[1] due           ZSET  bucket name -> lower bound (ms)
 KEYS[2] dueBuckets    prefix of the bucket ZSETs (no such key; lua/README.md)
@@ -31,6 +38,8 @@ KEYS[6] recordGroups  prefix of the record groups (no such key; lua/README.md)
 KEYS[7] dead          ZSET  job id -> time of death (ms); corrupt records go here
 KEYS[8] errors        HASH  job id -> last error text
 KEYS[9] seq           STRING  last token handed out in this shard
+KEYS[10] paused       HASH  '*' or job type -> ms paused at (lib/pause.lua)
+KEYS[11] parked       prefix of the parked ZSETs, one per type (no such key)
 
 ARGV[1] max jobs to claim (>= 0)
 ARGV[2] lease length (ms)
@@ -38,13 +47,15 @@ ARGV[3] max expired leases to return to due in this call
 ARGV[4] deadline (ms since epoch, Redis clock): past it the claim does nothing;
         "" for none
 
-Returns { now, nextDue, nextLease, reclaimed, id1, due1, rec1, id2, ... }
+Returns { now, nextDue, nextLease, reclaimed, parked, id1, due1, rec1, id2, ... }
   now        Redis clock (ms) when the claim ran
   nextDue    due time (ms) of the earliest job still pending, -1 if none
   nextLease  earliest lease deadline (ms) in flight after this claim, -1 if none
   reclaimed  how many expired leases were returned to due; -1 when the claim
              came after its deadline and did nothing (nextDue and nextLease
              are then -1 too)
+  parked     how many due jobs of paused types were parked; -1 when the
+             whole queue is paused (nothing claimed; nextDue is then -1)
   then three entries per claimed job: id, its due time (ms), its record after
   the claim (attempts incremented, token set to a fresh one:
   the token the worker must present to ack / nack / extend).
@@ -52,9 +63,10 @@ Returns { now, nextDue, nextLease, reclaimed, id1, due1, rec1, id2, ... }
 local due, dueBuckets, inflight, dead, errors, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
+pauseUse(KEYS[10], KEYS[11])
 local now = nowMs()
 local maxClaim, lease, maxReclaim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1 } end
+if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1, 0 } end
 
 -- Expired leases go back to the due index at the due time of their delivery
 -- (in the past, so they are claimed first); the attempt they used stays
@@ -80,7 +92,16 @@ if #expired > 0 then
   callChunked('HSET', errors, errArgs, 2)
 end
 
-local out = { now, -1, -1, #expired }
+local out = { now, -1, -1, #expired, 0 }
+local wholePaused, pausedTypes, anyTypePaused = pauseState()
+if wholePaused then
+  recDone()
+  out[5] = -1
+  local lhead = redis.call('ZRANGE', inflight, '0', '0', 'WITHSCORES')
+  if lhead[2] then out[3] = tonumber(lhead[2]) end
+  return out
+end
+
 if maxClaim > 0 then
   local ids = dueTake(string.format('%d', now), maxClaim)
   local n = #ids
@@ -98,11 +119,18 @@ if maxClaim > 0 then
       return redis.error_reply('ERR fencing tokens exhausted: seq or the Redis clock is past 2^53 / 1024 ms')
     end
     redis.call('SET', seq, string.format('%d', token + n))
-    local zadd, deadArgs, errArgs, flying, flyingKeys = {}, {}, {}, {}, {}
+    local zadd, deadArgs, errArgs, flying, flyingKeys, parking = {}, {}, {}, {}, {}, {}
     for i = 1, n do
       local id, rec = ids[i], recs[i]
       token = token + 1
-      if rec then
+      local typ = anyTypePaused and rec and recordType(rec)
+      if typ and pausedTypes[typ] then
+        -- Its record stays where it is, with its due time.
+        local args = parking[typ] or {}
+        parking[typ] = args
+        args[#args + 1] = recordDue(rec); args[#args + 1] = id
+        out[5] = out[5] + 1
+      elseif rec then
         local claimed, due = recordClaimed(rec, token)
         if claimed then
           flying[#flying + 1] = id; flying[#flying + 1] = claimed
@@ -118,6 +146,7 @@ if maxClaim > 0 then
       end
       -- A due entry without a record cannot be run; taking it out is the repair.
     end
+    for typ, args in pairs(parking) do callChunked('ZADD', parkedKey(typ), args, 2) end
     recFly(flying, flyingKeys)
     callChunked('ZADD', inflight, zadd, 2)
     callChunked('ZADD', dead, deadArgs, 2)

@@ -8,7 +8,11 @@ A schedule resets the record's token to 0, a value no claim hands out,
 which fences any in-flight delivery of the same id: that worker's ack / nack /
 extend then changes nothing.
 
-Uses lua/lib/record.lua, records.lua and due-index.lua.
+A pending job may be parked (its type paused: lua/lib/pause.lua); it is
+moved out of its parked ZSET as it would be out of its bucket, and filed in
+the due buckets again (a claim parks it again while its type stays paused).
+
+Uses lua/lib/record.lua, records.lua, due-index.lua and pause.lua.
 
 KEYS[1] due           ZSET  bucket name -> lower bound (ms since epoch)
 KEYS[2] dueBuckets    prefix of the bucket ZSETs (job id -> due time, ms); no
@@ -20,6 +24,8 @@ KEYS[6] recordGroups  prefix of the record groups (HASH job id -> record; no
                       key of this name exists)
 KEYS[7] dead          ZSET  job id -> time of death (ms since epoch)
 KEYS[8] errors        HASH  job id -> last error text
+KEYS[9] paused        HASH  '*' or job type -> ms paused at (not read here)
+KEYS[10] parked       prefix of the parked ZSETs, one per type (no such key)
 
 ARGV[1] wake channel (published with the due time when a job becomes the head)
 ARGV[2] number of jobs N
@@ -49,6 +55,7 @@ Never an error reply for expected outcomes.
 local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
+pauseUse(KEYS[9], KEYS[10])
 local now = nowMs()
 local n = tonumber(ARGV[2])
 local mode, relative, typ, maxA = ARGV[3], ARGV[4] == 'in', ARGV[5], ARGV[6]
@@ -85,7 +92,7 @@ for i = 0, n - 1 do
     key = key or recGroup(id)
   end
   seen[id] = true
-  -- A job with a record is in exactly one of: due index, in flight, dead.
+  -- A job with a record is in exactly one of: due index, parked, in flight, dead.
   local leased, died = false, false
   if rec then
     leased = redis.call('ZSCORE', inflight, id)
@@ -115,7 +122,7 @@ for i = 0, n - 1 do
     else
       if rec then
         if pending then
-          dueRemove(recordDue(rec), id)
+          pendingRemove(rec, id)
         elseif leased then
           redis.call('ZREM', inflight, id)
         else

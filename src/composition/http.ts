@@ -18,6 +18,9 @@ import type { Metrics } from '../core/metrics.js';
 import type { ServiceModule } from '../core/module.js';
 import type { RedisClient } from '../core/redis.js';
 import type { AdminDeps } from '../modules/admin/admin.routes.js';
+import { createPauseCheck } from '../modules/admin/queue-controls.check.js';
+import { queueControlRoutes } from '../modules/admin/queue-controls.routes.js';
+import { createQueueControls } from '../modules/admin/queue-controls.service.js';
 import { createLatenessReader } from '../queue/index.js';
 import { operatorRoutes } from './operator-routes.js';
 import type { Stack } from './stack.js';
@@ -34,10 +37,17 @@ export async function startHttp(o: {
   /** The clients' webhook signing secrets, which the operators' API makes and deletes. */
   clientSecrets: ClientWebhookSecrets;
   stack: Stack;
+  /** The outbound rate limits the operators' API shows and changes. */
+  rateLimits?: AdminDeps['rateLimits'];
 }): Promise<{ port: number; app: Express }> {
   const { config, log } = o;
   const routes = o.modules.map((m) => m.routes);
   const keys = apiKeyStore(o.db);
+  const queues = o.modules.map((m) => m.queue);
+  // Pauses PostgreSQL intends, re-applied where Redis lost them (with or without the admin API).
+  const pauseCheck = createPauseCheck({ db: o.db, queues, log: log.child({ component: 'pause-check' }) });
+  pauseCheck.start();
+  o.stack.push({ name: 'pause check', stop: () => pauseCheck.stop() });
   if (config.ADMIN_TOKEN) {
     routes.push(
       ...operatorRoutes({
@@ -47,9 +57,12 @@ export async function startHttp(o: {
         redrives: Object.fromEntries(o.modules.flatMap((m) => (m.redrives ? [[m.queue.name, m.redrives]] : []))),
         token: config.ADMIN_TOKEN,
         lateness: createLatenessReader(o.redis, config.QUEUE_PREFIX),
+        ...(o.rateLimits && { rateLimits: o.rateLimits }),
         ...o.reads,
       }),
     );
+    // Pause and resume: after the dashboard, under the same admin token.
+    routes.push(queueControlRoutes({ controls: createQueueControls({ db: o.db, queues }), queueNames: queues.map((q) => q.name), token: config.ADMIN_TOKEN }));
   } else log.warn('ADMIN_TOKEN not set: the admin API (/admin) and its dashboard are disabled');
   const perSecond = config.API_RATE_LIMIT_PER_SECOND;
   const perMinute = config.AUTH_FAILURES_PER_MINUTE;

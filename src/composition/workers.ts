@@ -9,7 +9,7 @@ import type { Logger } from '../core/logger.js';
 import type { Metrics } from '../core/metrics.js';
 import type { ServiceModule } from '../core/module.js';
 import { type RedisClient, type RedisTarget, closeRedis, createRedis, whenReady } from '../core/redis.js';
-import { createLatenessRecorder, createWorker, periodicHandler, startPeriodicKeeper } from '../queue/index.js';
+import { type QueueLimiter, createLatenessRecorder, createWorker, periodicHandler, startPeriodicKeeper } from '../queue/index.js';
 import { REDIS_START_TIMEOUT_MS } from './start-up.js';
 import { type Stack, type Step, stopAll } from './stack.js';
 
@@ -22,6 +22,8 @@ export async function startWorkers(o: {
   modules: readonly ServiceModule[];
   metrics: Metrics;
   stack: Stack;
+  /** The process's outbound rate limits, shared through Redis. */
+  limiter?: QueueLimiter;
 }): Promise<void> {
   const { config, log, stack } = o;
   // Lateness per second into Redis for the dashboard, whichever process serves it.
@@ -52,6 +54,7 @@ export async function startWorkers(o: {
       // (Half of it, plus the poller's second of slack, stays below it.)
       claimTimeoutMs: Math.floor(config.REDIS_SOCKET_TIMEOUT_MS / 2),
       log: queueLog,
+      ...(o.limiter && { limiter: o.limiter }),
       onEvent: (e) => {
         o.metrics.workerEvent(e);
         lateness.onWorkerEvent(e);

@@ -3,7 +3,7 @@
 // and parcel batches by reason. One registry per service instance.
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { withTimeout, type Queue, type WorkerEvent } from '../queue/index.js';
+import { halvingsAt, slowDownOver, withTimeout, type Queue, type QueueLimiter, type WorkerEvent } from '../queue/index.js';
 
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -89,6 +89,41 @@ export function createMetrics() {
     help: '1 when this scrape read the queue depths from Redis in time, 0 when ots_queue_jobs is missing because Redis did not answer',
     registers: [registry],
   });
+  new Gauge({
+    name: 'ots_queue_paused',
+    help: '1 when a queue (type "*") or one of its job types is paused in every shard, else 0 (read from Redis at scrape time; missing when Redis did not answer)',
+    labelNames: ['queue', 'type'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      let states;
+      try {
+        states = await withTimeout(Promise.all(watched.map((q) => q.pauseState())), QUEUE_STATS_TIMEOUT_MS, 'queue pause state');
+      } catch {
+        return;
+      }
+      watched.forEach((q, i) => {
+        const s = states[i];
+        for (const type of ['*', ...q.types]) this.set({ queue: q.name, type }, (type === '*' ? s?.queue : s?.types.includes(type)) ? 1 : 0);
+      });
+    },
+  });
+
+  let limiter: QueueLimiter | undefined;
+  new Gauge({
+    name: 'ots_rate_limit_slowed',
+    help: 'Endpoints slowed down after a 429 or 503 with Retry-After: halvings of their rate in force now (present from the signal until fully recovered)',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const now = Date.now();
+      const recoveryMs = limiter?.adaptive.recoveryMs ?? 1;
+      for (const [endpoint, s] of limiter?.slowed() ?? []) {
+        if (!slowDownOver(s, recoveryMs, now)) this.set({ endpoint }, halvingsAt(s, recoveryMs, now));
+      }
+    },
+  });
 
   const collections = new Counter({
     name: 'ots_metrics_collections_total',
@@ -118,6 +153,10 @@ export function createMetrics() {
     },
     watchQueues(queues: readonly Queue[]): void {
       watched = queues;
+    },
+    /** The queue limiter whose slowed endpoints ots_rate_limit_slowed shows. */
+    watchLimiter(l: QueueLimiter): void {
+      limiter = l;
     },
     scheduled(queue: string, n: number): void {
       scheduled.inc({ queue }, n);

@@ -4,7 +4,7 @@
 // endpoint's origin, the status read as delivered, refused or failed.
 import http from 'node:http';
 import https from 'node:https';
-import { NonRetryableError } from '../queue/index.js';
+import { NonRetryableError, ReceiverBusyError } from '../queue/index.js';
 
 /**
  * Connections kept for the next call, closed after 4 s idle: before a
@@ -66,7 +66,7 @@ export function createWebhookPool(timeoutMs: number, what: string) {
         { ms: left, message: `webhook did not answer within ${timeoutMs} ms`, bodyMs: timeoutMs },
         signal,
       );
-      const { status, location } = answer;
+      const { status, location, retryAfter } = answer;
       if (status >= 200 && status < 300) return;
       // A 307 or 308 within the endpoint's origin is followed with the same
       // body (a trailing slash added, a path moved). Another origin is not:
@@ -88,10 +88,23 @@ export function createWebhookPool(timeoutMs: number, what: string) {
       if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
         throw new NonRetryableError(`webhook refused ${what}: HTTP ${status}`);
       }
+      // "Too many" or "unavailable, come back then": the worker's limiter slows
+      // this endpoint down for every worker (queue/limits/); a retry all the same.
+      const wait = status === 429 || status === 503 ? retryAfterMs(retryAfter) : null;
+      if (wait !== null) throw new ReceiverBusyError(`webhook failed: HTTP ${status}`, wait);
       throw new Error(`webhook failed: HTTP ${status}`);
     }
   };
   return call;
+}
+
+/** A Retry-After header (seconds, or an HTTP date) in ms from now; null when absent or unreadable. */
+export function retryAfterMs(header: string | undefined): number | null {
+  if (header === undefined) return null;
+  const text = header.trim();
+  if (/^\d{1,9}$/.test(text)) return Number(text) * 1_000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
 /** Where a redirect's Location points from `from`, if within `endpoint`'s origin (scheme, host and port) and without credentials. */
@@ -122,7 +135,7 @@ function post(
   body: string,
   timeout: { ms: number; message: string; bodyMs: number },
   signal: AbortSignal,
-): Promise<{ status: number; location: string | undefined }> {
+): Promise<{ status: number; location: string | undefined; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
@@ -142,7 +155,7 @@ function post(
     });
     req.on('response', (res) => {
       settle();
-      resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+      resolve({ status: res.statusCode ?? 0, location: res.headers.location, retryAfter: res.headers['retry-after'] });
       const cut = setTimeout(() => res.destroy(), timeout.bodyMs);
       res.on('error', () => {}); // a body cut off or broken: the answer is given already
       res.on('close', () => clearTimeout(cut));

@@ -31,3 +31,18 @@ export function invalidOptions(message: string): never {
 export class NonRetryableError extends Error {
   override readonly name = 'NonRetryableError';
 }
+
+/**
+ * Throw from a handler when the receiver answered "too many" or "unavailable"
+ * (429 or 503) with a Retry-After: the job fails as any error does, and the
+ * worker's limiter slows the job's endpoint down (queue/limits/).
+ */
+export class ReceiverBusyError extends Error {
+  constructor(
+    message: string,
+    /** The receiver's Retry-After (ms). */
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}

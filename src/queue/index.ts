@@ -9,6 +9,7 @@ export {
   type JobInfo,
   type JobState,
   type JobTypeOptions,
+  type PauseState,
   type Queue,
   type QueueOptions,
   type QueueStats,
@@ -35,16 +36,29 @@ export {
   type WorkerEvent,
   silentLogger,
 } from './types.js';
-export { NonRetryableError, QueueErrorCode, QueueInputError } from './errors.js';
+export { NonRetryableError, QueueErrorCode, QueueInputError, ReceiverBusyError } from './errors.js';
 // Periodic jobs on the queue.
 export { type PeriodicJob, type Schedule, checkSchedule, periodicHandler, startPeriodicKeeper } from './periodic/periodic.js';
 // Grouping items into batches by size or wait (parcels per area).
 export { type Batcher, type BatcherOptions, createBatcher } from './batcher/batcher.js';
 export { type BatchHandler, createBatchFlusher } from './batcher/batch-flusher.js';
-export type { DueBatch, TakenItem } from './scripts/batch-scripts.js';
+export type { DueBatch, GroupRule, TakenItem } from './scripts/batch-scripts.js';
 export { BATCH_GROUP_PATTERN, batcherKeys, batcherPrefix } from './keys.js';
 // Rate limits on the engine's connection (core/rate-limit.ts): one script call judges a run of decisions.
 export { type RateDecision, runDistinct, runGcra } from './scripts/limit-scripts.js';
+// Outbound rate limits of the queues (per queue, job type and endpoint; slow-downs on 429/503).
+export {
+  type AdaptiveOptions,
+  DEFAULT_ADAPTIVE,
+  type QueueLimiter,
+  RULES_LOADED_FIELD,
+  type Slowed,
+  createQueueLimiter,
+  halvingsAt,
+  ruleField,
+  slowDownOver,
+} from './limits/queue-limiter.js';
+export { type Limit, type LimitRule, checkLimit, formatLimit, parseLimit, parseRules, scopeProblem } from './limits/limit-rules.js';
 // Telemetry and start-up checks.
 export { LATENESS_BUCKETS_MS, createLatenessRecorder } from './telemetry/lateness-recorder.js';
 export { type LatenessReader, createLatenessReader } from './telemetry/lateness-reader.js';

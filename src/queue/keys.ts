@@ -26,6 +26,10 @@ export type ShardKeys = {
   readonly errors: string;
   /** Last fencing token handed out in the shard. */
   readonly seq: string;
+  /** HASH '*' (the whole queue) or a job type -> ms paused at (lua/lib/pause.lua). */
+  readonly paused: string;
+  /** Prefix of the parked ZSETs (prefix + job type): due jobs of a paused type; like dueBuckets, declared in KEYS, never a key. */
+  readonly parked: string;
   /** Pub/Sub channel announcing a new head of the due set. */
   readonly wake: string;
 };
@@ -44,6 +48,8 @@ export function shardKeys(prefix: string, queue: string, shard: number): ShardKe
     dead: `${base}dead`,
     errors: `${base}errors`,
     seq: `${base}seq`,
+    paused: `${base}paused`,
+    parked: `${base}parked:`,
     wake: `${base}wake`,
   };
 }
@@ -89,11 +95,13 @@ export function recordGroupKey(k: ShardKeys, jobId: string, s: RecordGroupsState
 }
 
 export type BatcherShardKeys = {
-  /** ZSET group -> first arrival of its waiting items. */
+  /** ZSET group -> deadline of its waiting items (first arrival + the group's maximum wait). */
   readonly groups: string;
+  /** HASH group -> the group's own rule, "<batch size>,<max wait ms>" (lua/lib/group.lua); absent: the batcher's defaults. */
+  readonly groupRules: string;
   /** Prefix of the per-group item ZSETs (prefix + group name). */
   readonly itemsPrefix: string;
-  /** Pub/Sub channel announcing a group that became the earliest waiting one. */
+  /** Pub/Sub channel announcing the deadline of a group that became the earliest waiting one. */
   readonly wake: string;
 };
 
@@ -109,7 +117,7 @@ export const batcherPrefix = (queuePrefix: string) => `${queuePrefix}b`;
 
 export function batcherKeys(prefix: string, name: string, shard: number): BatcherShardKeys {
   const base = `${prefix}:{${name}:${shard}}:`;
-  return { groups: `${base}groups`, itemsPrefix: `${base}items:`, wake: `${base}wake` };
+  return { groups: `${base}groups`, groupRules: `${base}rules`, itemsPrefix: `${base}items:`, wake: `${base}wake` };
 }
 
 export type LatenessKeys = {
@@ -138,3 +146,26 @@ export const rateBucketKey = (prefix: string, limit: string, key: string) => `${
 
 /** The sliding window of distinct members of one limit (`limit`: contacts...) for one validated `key` (a client id). */
 export const distinctWindowKey = (prefix: string, limit: string, key: string) => `${prefix}:rld:${limit}:${key}`;
+
+/**
+ * The queue limiter's keys (queue/limits/): every bucket, slow-down and the
+ * run-time rules share one hash tag, so one script judges a job's queue, type
+ * and endpoint buckets together (on a cluster they all live on one node).
+ * `scope` is a rule's scope (queue/limits/limit-rules.ts), validated there.
+ */
+export const queueLimitKeys = (prefix: string) => {
+  const base = `${prefix}:{rl}:`;
+  return {
+    /** HASH: a scope's GCRA bucket: its theoretical arrival time `t` (µs) and the interval `i` it was filled under. */
+    bucket: (scope: string) => `${base}b:${scope}`,
+    /** ZSET: turns booked for refused jobs, `queue:jobId` -> turn (µs; lua/limits/admit.lua). */
+    bookings: `${base}bookings`,
+    /** HASH: an endpoint's slow-down (lua/limits/slow-down.lua). */
+    slow: (endpoint: string) => `${base}s:${endpoint}`,
+    /** ZSET: endpoints slowed down -> when their slow-down ends (ms), for the workers' caches and the admin view. */
+    slowed: `${base}slowed`,
+    /** HASH: the run-time rules, scope -> "count/intervalMs". */
+    rules: `${base}rules`,
+  };
+};
+export type QueueLimitKeys = ReturnType<typeof queueLimitKeys>;

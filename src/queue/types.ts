@@ -118,6 +118,13 @@ export type JobTypeOptions = {
   /** Deliveries before the job goes to the dead set (default 5). */
   readonly maxAttempts?: number;
   readonly backoff?: BackoffPolicy;
+  /**
+   * The delivery endpoint a job calls (e.g. "webhook:<host>", "amqp:<exchange>"),
+   * for the queue limiter's endpoint rules and slow-downs (queue/limits/). Given
+   * the job with its payload decoded; null: none. Default: the job type is its
+   * own endpoint ("<queue>/<type>").
+   */
+  readonly limitKey?: (job: Job) => string | null;
 };
 
 export type JobState = 'pending' | 'in_flight' | 'dead';
@@ -135,6 +142,8 @@ export type JobInfo = {
   readonly leaseUntil: number | null;
   readonly diedAt: number | null;
   readonly lastError: string | null;
+  /** Pending, but set aside while its job type is paused (it runs after resume). */
+  readonly parked: boolean;
 };
 
 export type QueueStats = {
@@ -147,4 +156,8 @@ export type QueueStats = {
   readonly nextDueAt: number | null;
   /** How long the oldest due job has waited past its due time (ms), 0 if none. */
   readonly oldestDueLagMs: number;
+  /** Pending jobs set aside while their job type is paused (in pending, not in dueNow). */
+  readonly parked: number;
+  /** '*' when the whole queue is paused (in any shard), and the paused job types. */
+  readonly paused: readonly string[];
 };

@@ -5,7 +5,8 @@
 // an operator redrives refused ones (one at a time, and one job twice at
 // once), and runs a notification's delivery job now while its call runs (two
 // deliveries of one row at once); the other client lists a subject's
-// notifications. The rules checked, against what the receiver logged:
+// notifications; an operator pauses the queue (or its delivery type) and
+// resumes it. The rules checked, against what the receiver logged:
 // - each business event has exactly one notification, of its subject's
 //   client (as the subject is); the other client lists none of them;
 // - the record tells the truth: SENT exactly when the receiver took it
@@ -14,7 +15,10 @@
 // - a refused notification is not sent again until an operator redrives it
 //   (unless a fault cut its worker off before the refusal was recorded);
 // - a notification the receiver took is never sent again (unless a fault cut
-//   a send off between the receiver's answer and the SENT mark).
+//   a send off between the receiver's answer and the SENT mark);
+// - nothing is delivered while paused (past a grace for deliveries already
+//   running when the pause was answered, or a fault near the pause), and
+//   everything is after the resume (every run ends resumed, then settles).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverJobId } from '../../src/modules/notifications/notifications.jobs.js';
@@ -23,11 +27,16 @@ import {
   type Event,
   ForeignList,
   type Model,
+  PAUSE_GRACE_MS,
+  PauseQueue,
+  PausedBurst,
   Redrive,
   RedriveTwice,
   RemindNow,
+  ResumeQueue,
   RunNowDuringCall,
   SlowBodyNotice,
+  resumeOpenPause,
   subjectsOf,
 } from './notifications/steps.js';
 import { type Real, SETTLE_MS, type Step, cutOffBy, excuse, problems, receivers, repeatExplained, runSuite, settled } from './runner.js';
@@ -53,12 +62,26 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.nat().map((i) => new RedriveTwice(i)) },
   // The other client's view of a subject: where a missing client filter would show its rows.
   { weight: 2, arbitrary: fc.nat().map((i) => new ForeignList(i)) },
+  // An operator's pause (the whole queue, or only deliveries) and resume.
+  { weight: 1, arbitrary: fc.boolean().map((whole) => new PauseQueue(whole)) },
+  { weight: 1, arbitrary: fc.constant(new ResumeQueue()) },
+  // Aimed at the rule: notifications made while paused, none delivered until the resume.
+  { weight: 2, arbitrary: fc.tuple(fc.boolean(), client).map(([whole, c]) => new PausedBurst(whole, c)) },
   // The receiver's answers are this suite's subject: they change often.
   { weight: 3, arbitrary: receivers<Model>(RECEIVER_KINDS) },
 );
 
+/**
+ * A fault this close before a pause (or during it) may delay a delivery
+ * already running past the grace, or lose the pause with a Redis restart
+ * until the pause check (every 5 s) re-applies it.
+ */
+const PAUSE_FAULT_SLACK_MS = 6_000;
+
 async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
   const db = r.world.db;
+  // Every run ends resumed: what waited must then be delivered.
+  await resumeOpenPause(m, r);
   const calm = await settled(async () => {
     const rows = await db.notification.findMany({ where: subjectsOf(m), select: { status: true } });
     return rows.length >= m.events.length && rows.every((n) => n.status === 'SENT' || n.status === 'FAILED');
@@ -74,6 +97,8 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
     refusals: 0,
     redriven: m.redrives.length,
     deliveredTwice: 0,
+    pauses: m.pauses.length,
+    callsWhilePaused: 0,
   };
   // Each subject's client, as its row records it.
   const subjects = new Map<string, string>();
@@ -129,8 +154,26 @@ async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>
       else p.add(`notification ${n.id}: sent again ${next.at - refusal.at} ms after the receiver refused it, without a redrive`);
     }
   }
+  counts.callsWhilePaused = callsWhilePaused(m, r, new Set(rows.map((n) => n.id)), p);
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
   return counts;
+}
+
+/** Receiver calls of the run's notifications made while the queue was paused, past the grace; each is a problem unless a fault explains it. */
+function callsWhilePaused(m: Model, r: Real, ids: ReadonlySet<string>, p: ReturnType<typeof problems>): number {
+  let n = 0;
+  for (const pause of m.pauses) {
+    const to = pause.to ?? Number.POSITIVE_INFINITY;
+    for (const c of r.world.webhook.calls) {
+      if (!ids.has(String(c.body.id)) || c.at <= pause.from + PAUSE_GRACE_MS || c.at >= to) continue;
+      n++;
+      const what = `notification ${String(c.body.id)} called ${c.at - pause.from} ms into a pause (${pause.whole ? 'queue' : 'deliveries'})`;
+      const fault = r.run.faultSpans.find((f) => f.from <= c.at && f.to + PAUSE_FAULT_SLACK_MS >= pause.from);
+      if (fault) excuse(r, `${fault.kind} near a pause`, what);
+      else p.add(what);
+    }
+  }
+  return n;
 }
 
 /**
@@ -155,7 +198,7 @@ describe('notification delivery, model-based', () => {
       world: () => world,
       operations,
       receiverKinds: RECEIVER_KINDS,
-      newModel: () => ({ events: [], redrives: [] }),
+      newModel: () => ({ events: [], redrives: [], pauses: [] }),
       settleAndCheck,
       runs: 8,
       maxCommands: 40,

@@ -7,7 +7,11 @@
 // value, its cancel raced with the owner's pay), an operator running an expiry
 // job now (before its deadline) or cancelling it (and the customer then paying
 // past the deadline, the order still UNPAID), the retention pass (sometimes
-// the moment a notice is on its way), the clocks set apart for a
+// the moment a notice is on its way), deadlines moved by the client (later,
+// or to a time earlier or later; raced with a pay; an order made with a long
+// window moved much earlier at once; one moved past its deadline while its
+// expiry job is gone) and extended by an operator, an order paid while its
+// payment reminder waits for a retry, the clocks set apart for a
 // while (the worker hosts' wall clocks off by seconds either way, Redis's
 // clock stepped ahead: the expiries due within the step run now), reads, time
 // steps around the payment windows, receiver behaviours and faults. The rules
@@ -34,12 +38,23 @@
 // - the retention pass (run with a cutoff of now, amid the rest) deletes only
 //   settled orders whose notice is settled: each one it took is checked as it
 //   was last seen, its notice taken by the receiver once (none if paid), and
-//   answered 404 from then on.
+//   answered 404 from then on;
+// - deadlines: a move answered 200 only for an order neither paid nor
+//   cancelled and inside its window, to the deadline asked; an operator's
+//   extension moves exactly the open orders of its range, by its seconds; no
+//   order is cancelled before its latest deadline, and (no fault near) within
+//   a second of it, however much earlier it was moved;
+// - payment reminders (2 s windows, a second before the deadline): at most
+//   one per deadline the order had, written between its time and the
+//   deadline, never after the order was paid or cancelled, never sent by a
+//   delivery that claimed it after that; an order unpaid through its last
+//   deadline (no fault near) was reminded for it.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
 import { SkewClocks, WORKERS } from './orders/clock.step.js';
 import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
+import { AdminExtend, CreateAndMoveEarlier, MoveDeadline, MoveRacingPay, PayWhileReminderWaits, SettleBeforeReminder } from './orders/deadline.steps.js';
 import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainstForeignCancel } from './orders/cross-client.steps.js';
 import type { Model } from './orders/model.js';
 import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
@@ -89,6 +104,28 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
       .tuple(fc.nat(), fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: fc.integer({ min: 200, max: 700 }) }))
       .map(([i, late]) => new CancelExpiryJob(i, late)),
   },
+  // The deadline moved: later by seconds or to a time (earlier or later), most often an open order's.
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(
+        fc.nat(),
+        fc.oneof(
+          fc.integer({ min: 1, max: 2 }).map((s) => ({ extendBySeconds: s })),
+          fc.integer({ min: 300, max: 2_500 }).map((ms) => ({ inMs: ms })),
+        ),
+      )
+      .map(([i, to]) => new MoveDeadline(i, to)),
+  },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 0, max: 200 })).map(([i, lead]) => new MoveRacingPay(i, lead)) },
+  // Moved much earlier at once: an expiry left at the old deadline would come seconds late.
+  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 300, max: 1_200 }), client).map(([ms, c]) => new CreateAndMoveEarlier(ms, c)) },
+  // Moved past its deadline with its expiry job gone: only the move's window guard refuses it.
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 200, max: 700 })).map(([i, late]) => new CancelExpiryJob(i, late, 'move')) },
+  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 500, max: 2_500 }), fc.integer({ min: 1, max: 2 })).map(([ms, s]) => new AdminExtend(ms, s)) },
+  { weight: 1, arbitrary: client.map((c) => new PayWhileReminderWaits(c)) },
+  // Settled before the reminder's time: its job still fires then and must write nothing.
+  { weight: 1, arbitrary: fc.tuple(client, fc.constantFrom<'pay' | 'cancel'>('pay', 'cancel')).map(([c, how]) => new SettleBeforeReminder(c, how)) },
   // The clocks apart for a while: each worker host's off by seconds either
   // way (or right), an order made meanwhile, and Redis's clock stepped ahead
   // past its deadline (the expiries due within the step run now).

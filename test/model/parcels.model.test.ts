@@ -10,9 +10,12 @@
 // a parcel, area and batch, its intakes under an area code it has none of
 // and its PUT of an area under the owner's code, stray entries planted in
 // Redis (a parcel of one area in another's group, of either client; and
-// such a group then filled up at once by intakes of its area), time steps
-// around the 1.5 s maximum wait, receiver behaviours and faults. The rules
-// checked:
+// such a group then filled up at once by intakes of its area), area rules
+// changed while parcels wait (a batch size of 1..3 or the default 4, a
+// maximum wait of 1..3 s or the default 1.5 s), manual flushes, withdraws
+// and moves of parcels, a flush racing the FULL add and a withdraw on one
+// area, time steps around the maximum waits, receiver behaviours and
+// faults. The rules checked:
 // - no effect crosses clients: another client's parcel, area and batch are
 //   answered exactly as unknown ones (404, the same body but for the id), or
 //   as the caller's own of that tracking number or code; its intake under an
@@ -26,12 +29,18 @@
 // - every answer agrees with the model at once: a parcel arrives (database
 //   time) while its intake is under way, a repeat answers the same parcel, a
 //   conflict or an unknown area is refused, a parcel seen BATCHED stays in that
-//   batch, a batch read twice is the same, no batch above the size;
-// - once settled: every accepted parcel in exactly one batch of its own area
-//   and no row for a refused one; a FULL batch holds exactly the batch size and
-//   is made during an intake of its area or the put-back a stray entry in its
-//   group brings about (unless a fault struck this run or the one before), a
-//   TIMEOUT batch no earlier than its first arrival + the maximum wait; a
+//   batch, a batch read twice is the same, no batch above its area's size
+//   (the rule current when it was made), a flush's batch MANUAL of its own
+//   area's parcels, a withdrawn parcel never seen in a batch (nor seen
+//   batched answered WITHDRAWN), a moved one in its new area, arrival kept;
+// - once settled: every accepted parcel not withdrawn in exactly one batch of
+//   its own (last) area, a withdrawn one WITHDRAWN in none, no row for a
+//   refused one; every batch counts the parcels it holds; a FULL batch holds
+//   exactly its area's batch size and is made during an intake, a rule
+//   change, a move or a flush of its area or the put-back a stray entry in
+//   its group brings about (unless a fault struck this run or the one
+//   before), a MANUAL one during a flush of its area, a TIMEOUT batch no
+//   earlier than its first arrival + its area's maximum wait; a
 //   batch's vehicle and its notice's recipient are one version of its area at
 //   the batch's moment; one
 //   BATCH_DISPATCHED notice per batch, SENT, taken by the receiver (twice at
@@ -44,8 +53,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForeignIntake, ForeignPutArea, ForeignReadArea, ForeignReadBatch, ForeignReadParcel } from './parcels/cross-client.steps.js';
+import { Flush, FlushRace, Move, SetAreaRule, Withdraw } from './parcels/changes.steps.js';
 import { BatchIntake, Burst, ConflictIntake, Intake, IntakeUnknownArea, PutArea, RepeatIntake } from './parcels/intake.steps.js';
-import { AREAS, type Model, PLATES, newModel } from './parcels/model.js';
+import { AREAS, type Model, PLATES, RULE_SIZES, RULE_WAITS_S, newModel } from './parcels/model.js';
 import { ReadBatch, ReadParcel } from './parcels/read.steps.js';
 import { settleAndCheck } from './parcels/settle-and-check.js';
 import { StrayEntry } from './parcels/stray-entry.step.js';
@@ -88,6 +98,16 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((i) => new ForeignReadBatch(i)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.boolean(), client).map(([i, batch, c]) => new ForeignIntake(i, batch, c)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), plate, client).map(([i, p, c]) => new ForeignPutArea(i, p, c)) },
+  // Changes to what waits: an area's rule, a manual flush, a withdraw, a move,
+  // and a flush racing the FULL add and a withdraw on one area.
+  {
+    weight: 3,
+    arbitrary: fc.tuple(fc.nat(), fc.constantFrom(...RULE_SIZES), fc.constantFrom(...RULE_WAITS_S)).map(([a, s, w]) => new SetAreaRule(a, s, w)),
+  },
+  { weight: 2, arbitrary: fc.nat().map((a) => new Flush(a)) },
+  { weight: 3, arbitrary: fc.nat().map((i) => new Withdraw(i)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => new Move(i, t)) },
+  { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new FlushRace(a, n)) },
 );
 
 describe('parcels, model-based', () => {

@@ -2,7 +2,9 @@
 // few keys in each mode (replace, keep, debounce with its maximum wait, fire
 // times as a delay or an instant, some with few attempts), changes a timer's
 // fire time earlier or later, keeps one that exists, cancels, sends batches
-// (keys that exist and new ones), reads and lists its timers, and the other
+// (keys that exist and new ones), reads and lists its timers, an operator
+// sets or removes a rate limit (the queue's, the webhook type's or the
+// receiver's endpoint's: firings over it wait their turn), and the other
 // client reads and cancels a key only the first has; aimed steps send a
 // change or cancel while a timer's call runs (the receiver slow, hung,
 // failing or refusing), debounce bursts of several calls, and move a timer
@@ -43,6 +45,7 @@ import { Cancel, ForeignRead, List, Read } from './timers/read-cancel.steps.js';
 import { type CallReceiver, DuringCall, type Then } from './timers/during-call.steps.js';
 import { type Away, MoveLaterRedisAway } from './timers/redis-away.step.js';
 import { settleAndCheck } from './timers/settle-and-check.js';
+import { LIMIT_SCOPES, RateLimit } from './timers/rate-limit.step.js';
 
 let world: World;
 beforeAll(async () => {
@@ -116,6 +119,13 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
     arbitrary: fc
       .tuple(fc.constantFrom<Away>('silenceRedis', 'restartRedis'), fc.integer({ min: 300, max: 1_200 }), fc.integer({ min: 1_500, max: 2_500 }), client)
       .map(([h, first, later, c]) => new MoveLaterRedisAway(h, first, later, c)),
+  },
+  // An operator's rate limit on the queue, the job type or the receiver's endpoint: firings wait their turn.
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...LIMIT_SCOPES), fc.option(fc.integer({ min: 1, max: 10 }), { nil: null, freq: 4 }))
+      .map(([s, n]) => new RateLimit(s, n)),
   },
   // The receiver's answers decide every firing: they change often.
   { weight: 2, arbitrary: receivers<Model>(RECEIVER_KINDS) },

@@ -4,7 +4,7 @@
 // The statements that change a row are the other files of this folder.
 import { Prisma } from '../../generated/prisma/client.js';
 
-export const NOTIFICATION_KINDS = ['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED', 'TIMER'] as const;
+export const NOTIFICATION_KINDS = ['ORDER_CANCELLED', 'APPOINTMENT_REMINDER', 'BATCH_DISPATCHED', 'TIMER', 'ORDER_PAYMENT_REMINDER'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
 /**
@@ -27,6 +27,8 @@ export const dedupeKey = {
   batchDispatched: (batchId: string) => `batch-dispatched:${batchId}`,
   /** One row per firing of a timer: its first, second, ... */
   timerFiring: (timerId: string, firing: number) => `timer:${timerId}:${firing}`,
+  /** One payment reminder per deadline of an order: a moved deadline may remind again. */
+  orderPaymentReminder: (orderId: string, expiresAtMs: number) => `order-payment-reminder:${orderId}:${expiresAtMs}`,
 } as const;
 
 /**
@@ -40,6 +42,8 @@ export const dedupeKeySql = {
     Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint`,
   batchDispatched: (batchId: Prisma.Sql) => Prisma.sql`'batch-dispatched:' || ${batchId}`,
   timerFiring: (timerId: Prisma.Sql, firing: Prisma.Sql) => Prisma.sql`'timer:' || ${timerId} || ':' || ${firing}`,
+  orderPaymentReminder: (orderId: Prisma.Sql, expiresAt: Prisma.Sql) =>
+    Prisma.sql`'order-payment-reminder:' || ${orderId} || ':' || floor(extract(epoch FROM ${expiresAt}) * 1000)::bigint`,
 } as const;
 
 /** SQL: the row `n` is live, still to be delivered or delivered: neither CANCELLED nor withdrawn. */

@@ -10,6 +10,7 @@ import { HTTP_ERRORS, type PathParam, type Route, type RouteTable, route } from 
 import { LATENESS_BUCKETS_MS, QueueInputError, type JobInfo, type LatenessReader, type Queue } from '../../queue/index.js';
 import { apiKeyRoutes } from './api-keys.routes.js';
 import { clientSecretRoutes } from './client-secrets.routes.js';
+import { rateLimitRoutes } from './rate-limits.routes.js';
 import { type RedriveRecord, redriveOldest, redriveOne } from './redrive.js';
 import {
   JOB_ID_MESSAGE,
@@ -34,7 +35,7 @@ export type RecentBatch = {
   readonly client: string;
   readonly areaCode: string;
   readonly vehiclePlate: string;
-  readonly reason: 'FULL' | 'TIMEOUT';
+  readonly reason: 'FULL' | 'TIMEOUT' | 'MANUAL';
   readonly parcelCount: number;
   readonly createdAt: Date;
 };
@@ -72,6 +73,8 @@ export type AdminDeps = {
   readonly recentBatches: (limit: number, client?: string) => Promise<readonly RecentBatch[]>;
   /** The latest daily reports, newest day first; the reports module provides them. */
   readonly dailyReports: (limit: number) => Promise<readonly ListedReport[]>;
+  /** The outbound rate limits (GET/PUT/DELETE /admin/rate-limits); none: the routes are absent. */
+  readonly rateLimits?: Parameters<typeof rateLimitRoutes>[0];
 };
 
 const JOB_NOT_FOUND = { status: 404, code: 'JOB_NOT_FOUND' };
@@ -259,6 +262,7 @@ export function adminRoutes(deps: AdminDeps): RouteTable {
     }),
     ...apiKeyRoutes(deps.keys),
     ...clientSecretRoutes(deps.secrets),
+    ...(deps.rateLimits ? rateLimitRoutes(deps.rateLimits) : []),
   ];
   return {
     tag: 'admin',

@@ -32,6 +32,10 @@ export const queueStatsJsonSchema = z.object({
   /** ms since epoch (Redis clock), null when nothing is pending. */
   nextDueAt: z.number().nullable(),
   oldestDueLagMs: z.number().min(0),
+  /** Pending jobs set aside while their job type is paused (in pending, not in dueNow). */
+  parked: count,
+  /** '*' when the whole queue is paused, and the paused job types (POST /admin/queues/{name}/pause). */
+  paused: z.array(z.string()),
 });
 export const queuesJsonSchema = z.object({
   queues: z.array(z.object({ total: queueStatsJsonSchema, shards: z.array(queueStatsJsonSchema) })),
@@ -48,6 +52,8 @@ export const jobJsonSchema = z.object({
   leaseUntil: instantOut.nullable(),
   diedAt: instantOut.nullable(),
   lastError: z.string().nullable(),
+  /** Pending, but set aside while its job type is paused (POST /admin/queues/{name}/pause). */
+  parked: z.boolean(),
 });
 export type JobJson = z.input<typeof jobJsonSchema>;
 export const deadPageJsonSchema = z.object({
@@ -77,7 +83,7 @@ export const recentBatchesJsonSchema = z.object({
       client: z.string(),
       area: z.string(),
       vehiclePlate: z.string(),
-      reason: z.enum(['FULL', 'TIMEOUT']),
+      reason: z.enum(['FULL', 'TIMEOUT', 'MANUAL']),
       parcels: count,
       createdAt: instantOut,
     }),

@@ -14,6 +14,7 @@ import { RECONCILE_JOB, createAppointmentsReconcile } from './appointments.recon
 import { createAppointmentsRepository } from './appointments.repository.js';
 import { appointmentsRoutes } from './appointments.routes.js';
 import { REMIND_JOB, createAppointmentsService } from './appointments.service.js';
+import { parseQuietHours } from './quiet-hours.js';
 
 export const APPOINTMENTS_QUEUE = 'appointments';
 
@@ -22,6 +23,9 @@ export type AppointmentsModuleConfig = QueueConfig &
   Pick<
     Config,
     | 'REMINDER_LEAD_SECONDS'
+    | 'APPOINTMENT_DEFAULT_TIME_ZONE'
+    | 'REMINDER_QUIET_HOURS'
+    | 'REMINDER_QUIET_HOURS_SHIFT'
     | 'APPOINTMENT_RECONCILE_INTERVAL_SECONDS'
     | 'APPOINTMENT_RECONCILE_GRACE_SECONDS'
     | 'APPOINTMENT_RECONCILE_AFTER_START_SECONDS'
@@ -46,6 +50,9 @@ export function createAppointmentsModule(deps: { db: Db; redis: RedisClient; con
     dispatch: deps.dispatch,
     log,
     defaultLeadSeconds: config.REMINDER_LEAD_SECONDS,
+    defaultTimeZone: config.APPOINTMENT_DEFAULT_TIME_ZONE,
+    // Checked by the configuration already: a window it let through parses.
+    quietHours: config.REMINDER_QUIET_HOURS === undefined ? null : parseQuietHours(config.REMINDER_QUIET_HOURS, config.REMINDER_QUIET_HOURS_SHIFT),
     // Refused while Redis is away: it stands in front of a paid SMS channel, and what it admits then is sent.
     perContact: rateLimit(deps.redis, config.QUEUE_PREFIX, 'contact', perHour / 3_600, perHour, 'refuse'),
     clientContacts:

@@ -8,7 +8,7 @@
 import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
 import { type ReminderSlot, slotKey } from './sql/appointment-row.js';
-import { cancelAppointment, rescheduleAppointment } from './sql/change-slot.js';
+import { type MovePlan, cancelAppointment, rescheduleAppointment } from './sql/change-slot.js';
 import { type NewAppointment, insertAppointments } from './sql/insert-appointments.js';
 import { PURGE_BOOKED, PURGE_CANCELLED } from './sql/purge.js';
 import { findAppointment, findAppointmentByIdempotencyKey, findReminder, listReminders, reminderStates } from './sql/reads.js';
@@ -18,6 +18,7 @@ import { writeReminders } from './sql/write-reminders.js';
 export type { AppointmentRow, ReminderSlot, ReminderState } from './sql/appointment-row.js';
 export { slotKey } from './sql/appointment-row.js';
 export type { NewAppointment } from './sql/insert-appointments.js';
+export type { MovePlan, SlotPlan } from './sql/change-slot.js';
 
 export function createAppointmentsRepository(db: Db) {
   return {
@@ -25,7 +26,8 @@ export function createAppointmentsRepository(db: Db) {
     insertMany: (rows: readonly NewAppointment[]) => insertAppointments(db, rows),
     find: (client: string, id: string) => findAppointment(db, client, id),
     findByIdempotencyKey: (client: string, key: string) => findAppointmentByIdempotencyKey(db, client, key),
-    reschedule: (client: string, id: string, startsAt: Date | null, lead: number | null) => rescheduleAppointment(db, client, id, startsAt, lead),
+    reschedule: (client: string, id: string, startsAt: Date | null, lead: number | null, plan?: MovePlan) =>
+      rescheduleAppointment(db, client, id, startsAt, lead, plan),
     cancel: (client: string, id: string) => cancelAppointment(db, client, id),
     /** writeReminders of one slot: the reminder written or taken back, or null. */
     writeReminder: async (id: string, startsAtMs: number) => {

@@ -45,7 +45,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         handle: async ({ body, idempotencyKey, client }, res) => {
           const { appointment: a, replayed } = await service.book(client, body, idempotencyKey);
           if (replayed) res.set('Idempotent-Replayed', 'true');
-          res.status(201).location(`/appointments/${a.id}`).json(toJson(a));
+          res.status(201).location(`/appointments/${a.id}`).json(toJson(a, service));
         },
       }),
       route({
@@ -59,7 +59,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         handle: async ({ params, client }, res) => {
           const [a, reminders] = await Promise.all([service.get(client, params.id), service.reminders(client, params.id)]);
           const json: AppointmentWithRemindersJson = {
-            ...toJson(a),
+            ...toJson(a, service),
             reminders: reminders.map((n) => ({
               id: n.id,
               startsAt: (n.payload as { startsAt?: string }).startsAt ?? null,
@@ -77,13 +77,13 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         path: '/appointments/:id',
         auth: 'appointments:write',
         summary: 'Move an appointment (its reminder moves with it)',
-        description: 'Give startsAt, remindBeforeSeconds or both.',
+        description: 'Give startsAt, remindBeforeSeconds, timeZone or several: the remind time is planned again from them.',
         params: { id },
         body: rescheduleAppointmentSchema,
         responses: { 200: appointment('the appointment') },
-        errors: [NOT_FOUND, IN_PAST, TOO_FAR, { status: 409, code: 'APPOINTMENT_CANCELLED' }, CONTACT_LIMITED],
+        errors: [NOT_FOUND, IN_PAST, TOO_FAR, { status: 409, code: 'APPOINTMENT_CANCELLED' }, { status: 409, code: 'APPOINTMENT_BUSY' }, CONTACT_LIMITED],
         handle: async ({ params, body, client }, res) => {
-          res.json(toJson(await service.reschedule(client, params.id, body)));
+          res.json(toJson(await service.reschedule(client, params.id, body), service));
         },
       }),
       route({
@@ -95,14 +95,14 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         responses: { 200: appointment('the appointment, CANCELLED') },
         errors: [NOT_FOUND],
         handle: async ({ params, client }, res) => {
-          res.json(toJson(await service.cancel(client, params.id)));
+          res.json(toJson(await service.cancel(client, params.id), service));
         },
       }),
     ],
   };
 }
 
-function toJson(a: AppointmentRow): AppointmentJson {
+function toJson(a: AppointmentRow, service: Pick<AppointmentsService, 'timeZoneOf'>): AppointmentJson {
   return {
     id: a.id,
     customerId: a.customerId,
@@ -112,6 +112,7 @@ function toJson(a: AppointmentRow): AppointmentJson {
     startsAt: a.startsAt.toISOString(),
     remindBeforeSeconds: a.remindBeforeSeconds,
     remindAt: a.remindAt.toISOString(),
+    timeZone: service.timeZoneOf(a),
     createdAt: a.createdAt.toISOString(),
     updatedAt: a.updatedAt.toISOString(),
     cancelledAt: a.cancelledAt?.toISOString() ?? null,

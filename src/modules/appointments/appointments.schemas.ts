@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
 import { NOTIFICATION_STATUSES } from '../../core/delivery/index.js';
+import { canonicalTimeZone } from './quiet-hours.js';
 
 // An ISO-8601 instant with an explicit offset (Z or +hh:mm): a local time without
 // one would mean different instants on different servers.
@@ -11,6 +12,17 @@ export const channelSchema = z.enum(['sms', 'email']);
 /** The longest reminder lead a booking may ask (30 days). */
 export const MAX_LEAD_SECONDS = 2_592_000;
 const lead = z.int().min(0).max(MAX_LEAD_SECONDS);
+/** An IANA time zone Intl knows, kept as Intl names it (`europe/berlin` -> `Europe/Berlin`); offsets are not zones. */
+const timeZone = z
+  .string()
+  .max(64)
+  .transform((v, ctx) => {
+    const zone = canonicalTimeZone(v);
+    if (zone) return zone;
+    ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone, e.g. Europe/Berlin' });
+    return z.NEVER;
+  })
+  .meta({ description: 'IANA time zone (Europe/Berlin) its reminder quiet hours are read in; default APPOINTMENT_DEFAULT_TIME_ZONE' });
 
 export const bookAppointmentSchema = z.strictObject({
   customerId: plainText(1, 64),
@@ -21,13 +33,14 @@ export const bookAppointmentSchema = z.strictObject({
   channel: channelSchema,
   startsAt: instant,
   remindBeforeSeconds: lead.optional(),
+  timeZone: timeZone.optional(),
 });
 export type BookAppointmentInput = z.infer<typeof bookAppointmentSchema>;
 
 export const rescheduleAppointmentSchema = z
-  .strictObject({ startsAt: instant.optional(), remindBeforeSeconds: lead.optional() })
-  .refine((v) => v.startsAt !== undefined || v.remindBeforeSeconds !== undefined, {
-    message: 'give startsAt, remindBeforeSeconds or both',
+  .strictObject({ startsAt: instant.optional(), remindBeforeSeconds: lead.optional(), timeZone: timeZone.optional() })
+  .refine((v) => v.startsAt !== undefined || v.remindBeforeSeconds !== undefined || v.timeZone !== undefined, {
+    message: 'give startsAt, remindBeforeSeconds, timeZone or several',
   });
 export type RescheduleAppointmentInput = z.infer<typeof rescheduleAppointmentSchema>;
 
@@ -44,6 +57,7 @@ export const appointmentJsonSchema = z.object({
   startsAt: instantOut,
   remindBeforeSeconds: z.int(),
   remindAt: instantOut,
+  timeZone: z.string(),
   createdAt: instantOut,
   updatedAt: instantOut,
   cancelledAt: instantOut.nullable(),

@@ -15,16 +15,19 @@ import { type DistinctLimit, type RateLimit, retryAfterSeconds } from '../../cor
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
-import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey } from './appointments.repository.js';
+import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, type SlotPlan, slotKey } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
 import { rowJobId } from '../../core/row-job-id.js';
 import { type Channel, checkedContact, contactIdentity } from '../../core/contact.js';
+import { type QuietHours, plannedRemindAt } from './quiet-hours.js';
 
 export const REMIND_JOB = 'appointment.remind';
 /** Bookings sharing one INSERT and one schedule call at most. */
 const GATHER_MAX = 100;
 /** Reminders written one by one at once at most, when their shared statement failed. */
 const EACH_AT_ONCE = 10;
+/** Plans of one move at most: each lost to a change committed since its read is planned again from that change. */
+const MOVE_TRIES = 8;
 const REMIND_JOB_ID = rowJobId('appointment', 'remind', { anyCase: true });
 export const remindJobId = REMIND_JOB_ID.of;
 /** The appointment a reminder job's id names; null for any other id. */
@@ -60,6 +63,10 @@ export function createAppointmentsService(d: {
   dispatch: NotificationDispatch;
   log: Logger;
   defaultLeadSeconds: number;
+  /** The zone of appointments booked without one (APPOINTMENT_DEFAULT_TIME_ZONE). */
+  defaultTimeZone: string;
+  /** REMINDER_QUIET_HOURS with its shift; none: no quiet hours. */
+  quietHours?: QuietHours | null | undefined;
   /** Reminders booked or moved per contact (REMINDERS_PER_CONTACT_PER_HOUR). */
   perContact: RateLimit;
   /** Distinct contacts per client in a sliding hour (CLIENT_CONTACTS_PER_HOUR); none: no such limit. */
@@ -71,6 +78,9 @@ export function createAppointmentsService(d: {
   // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
   const inserts = gatherCreates((rows: readonly NewAppointment[]) => repo.insertMany(rows), GATHER_MAX);
   const bookingSchedules = gatherSchedules(queue, GATHER_MAX);
+  /** When the reminder of `p` is planned, at this moment: quiet-hours.ts. */
+  const planOf = (p: SlotPlan) =>
+    new Date(plannedRemindAt(p.startsAt.getTime(), p.remindBeforeSeconds, p.timeZone ?? d.defaultTimeZone, d.quietHours ?? null, Date.now()));
 
   /**
    * A booking or a move by client `client` sets up a reminder to this
@@ -223,14 +233,19 @@ export function createAppointmentsService(d: {
           // Checked here, as the start is: a replay is answered as it was.
           const contact = checkedContact(input.channel, input.contact, d.phoneRegion);
           await mayRemind(client, input.channel, contact);
+          const plan = {
+            startsAt: input.startsAt,
+            remindBeforeSeconds: input.remindBeforeSeconds ?? d.defaultLeadSeconds,
+            timeZone: input.timeZone ?? d.defaultTimeZone,
+          };
           return inserts.submit({
             id: randomUUID(),
             client,
             customerId: input.customerId,
             contact,
             channel: input.channel === 'sms' ? 'SMS' : 'EMAIL',
-            startsAt: input.startsAt,
-            remindBeforeSeconds: input.remindBeforeSeconds ?? d.defaultLeadSeconds,
+            ...plan,
+            remindAt: planOf(plan),
             idempotencyKey: key,
             requestHash: hash,
           });
@@ -246,18 +261,37 @@ export function createAppointmentsService(d: {
 
     get: mustFind,
 
+    /** The zone an appointment's quiet hours are read in. */
+    timeZoneOf: (a: Pick<AppointmentRow, 'timeZone'>) => a.timeZone ?? d.defaultTimeZone,
+
+    /**
+     * The new slot, lead or zone, its remind time planned from the booking
+     * as read and written only if the booking is still so (a concurrent move
+     * committed since: planned again from it, as the database's own
+     * arithmetic would have been).
+     */
     async reschedule(client: string, id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
       mustBeFuture(input.startsAt);
-      const current = await mustFind(client, id);
+      let current = await mustFind(client, id);
       if (current.status === 'BOOKED') await mayRemind(client, current.channel === 'SMS' ? 'sms' : 'email', current.contact);
-      const row = await repo.reschedule(client, id, input.startsAt ?? null, input.remindBeforeSeconds ?? null);
-      if (!row) {
-        // Found above: it was cancelled since, or deleted by retention (404 then).
-        await mustFind(client, id);
-        throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
+      for (let tries = 1; current.status === 'BOOKED'; tries++) {
+        const next: SlotPlan = {
+          startsAt: input.startsAt ?? current.startsAt,
+          remindBeforeSeconds: input.remindBeforeSeconds ?? current.remindBeforeSeconds,
+          timeZone: input.timeZone ?? current.timeZone,
+        };
+        const plan = { was: current, timeZone: next.timeZone, remindAt: planOf(next) };
+        const row = await repo.reschedule(client, id, input.startsAt ?? null, input.remindBeforeSeconds ?? null, plan);
+        if (row) {
+          await scheduleReminder(row);
+          return row;
+        }
+        // Cancelled since, deleted by retention (404 then), or changed since it was read.
+        current = await mustFind(client, id);
+        if (tries >= MOVE_TRIES && current.status === 'BOOKED')
+          throw new AppError('APPOINTMENT_BUSY', 409, 'the appointment kept changing while this change was planned; try again');
       }
-      await scheduleReminder(row);
-      return row;
+      throw new AppError('APPOINTMENT_CANCELLED', 409, 'a cancelled appointment cannot be rescheduled');
     },
 
     async cancel(client: string, id: string): Promise<AppointmentRow> {

@@ -115,6 +115,7 @@ function configuredNotifier(c: NotificationsModuleConfig, log: Logger): Notifier
   // A timer's firing is the timers module's to deliver, on its own queue.
   const byKind: Record<Exclude<NotificationKind, 'TIMER'>, Notifier | undefined> = {
     ORDER_CANCELLED: webhook(c.NOTIFY_ORDERS_WEBHOOK_URL, c.NOTIFY_ORDERS_WEBHOOK_SECRET),
+    ORDER_PAYMENT_REMINDER: webhook(c.NOTIFY_ORDERS_WEBHOOK_URL, c.NOTIFY_ORDERS_WEBHOOK_SECRET),
     APPOINTMENT_REMINDER: webhook(c.NOTIFY_REMINDERS_WEBHOOK_URL, c.NOTIFY_REMINDERS_WEBHOOK_SECRET),
     BATCH_DISPATCHED: webhook(c.NOTIFY_BATCHES_WEBHOOK_URL, c.NOTIFY_BATCHES_WEBHOOK_SECRET),
   };

@@ -1,10 +1,13 @@
 // The expiry jobs of orders, handled in batches: one statement cancels every
-// due order of the batch (sql/cancel.ts expireOrders). Idempotent: a
-// second delivery finds its order settled and changes nothing.
+// due order of the batch (sql/cancel.ts expireOrders); and their payment
+// reminder jobs, likewise (sql/write-payment-reminders.ts). Idempotent: a
+// second delivery finds its order settled, or its reminder written, and
+// changes nothing. A job that finds its time not yet come by the database
+// (its deadline moved later, or the clocks apart) comes back then.
 // (The periodic reconciliation pass is in orders.reconcile.ts.)
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { Logger } from '../../core/logger.js';
-import { EXPIRE_JOB, type OrdersService, orderIdOfExpireJob } from './orders.service.js';
+import { EXPIRE_JOB, REMIND_JOB, type OrdersService, orderIdOfExpireJob, orderIdOfRemindJob } from './orders.service.js';
 
 // Redis fired the job by its clock; the database's may be behind. Come back when
 // the database says the deadline passes (a delay it measured on its own clock,
@@ -27,6 +30,21 @@ export function ordersJobHandlers(service: OrdersService, log: Logger): Record<s
           const r = outcomes.get(orderId);
           if (r?.kind === 'not_due') return { retryInMs: Math.max(r.inMs + 1, MIN_DEFER_MS) };
           if (r?.kind === 'cancelled') log.info({ jobId: job.id, orderId }, 'order cancelled: payment timeout');
+          return undefined;
+        });
+      },
+    },
+    [REMIND_JOB]: {
+      maxBatch: EXPIRE_BATCH_MAX,
+      async batch(jobs) {
+        const orderIds = jobs.map((job) => orderIdOfRemindJob(job.id)?.toLowerCase() ?? null);
+        const outcomes = await service.remindMany([...new Set(orderIds.flatMap((id) => (id ? [id] : [])))]);
+        return jobs.map((job, i): BatchOutcome => {
+          const orderId = orderIds[i];
+          if (!orderId) return { error: new NonRetryableError(`job ${job.id} names no order`) };
+          const r = outcomes.get(orderId);
+          if (r?.kind === 'not_due') return { retryInMs: Math.max(r.inMs + 1, MIN_DEFER_MS) };
+          if (r?.kind === 'written') log.info({ jobId: job.id, orderId }, 'order payment reminder written');
           return undefined;
         });
       },

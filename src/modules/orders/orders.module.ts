@@ -12,28 +12,46 @@ import { ordersJobHandlers } from './orders.jobs.js';
 import { RECONCILE_JOB, createOrdersReconcile } from './orders.reconcile.js';
 import { createOrdersRepository } from './orders.repository.js';
 import { ordersRoutes } from './orders.routes.js';
-import { EXPIRE_JOB, createOrdersService } from './orders.service.js';
+import { EXPIRE_JOB, REMIND_JOB, createOrdersService } from './orders.service.js';
 
 export const ORDERS_QUEUE = 'orders';
 
 export type OrdersModuleConfig = QueueConfig &
   RetentionConfig &
-  Pick<Config, 'ORDER_PAYMENT_TIMEOUT_SECONDS' | 'ORDER_RECONCILE_INTERVAL_SECONDS' | 'ORDER_RECONCILE_GRACE_SECONDS'>;
+  Pick<
+    Config,
+    | 'ORDER_PAYMENT_TIMEOUT_SECONDS'
+    | 'ORDER_RECONCILE_INTERVAL_SECONDS'
+    | 'ORDER_RECONCILE_GRACE_SECONDS'
+    | 'ORDER_MAX_WINDOW_SECONDS'
+    | 'PAYMENT_REMINDER_BEFORE_SECONDS'
+    | 'ADMIN_TOKEN'
+  >;
 
 export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: OrdersModuleConfig; log: Logger; dispatch: NotificationDispatch }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'orders' });
   const queue = createModuleQueue(deps.redis, config, ORDERS_QUEUE, {
     [EXPIRE_JOB]: DATABASE_JOB_OPTIONS,
+    [REMIND_JOB]: DATABASE_JOB_OPTIONS,
     [RECONCILE_JOB]: PERIODIC_JOB_OPTIONS,
     [retentionJobType(ORDERS_QUEUE)]: PERIODIC_JOB_OPTIONS,
   });
   const repo = createOrdersRepository(deps.db);
-  const service = createOrdersService({ repo, queue, dispatch: deps.dispatch, log, defaultTimeoutSeconds: config.ORDER_PAYMENT_TIMEOUT_SECONDS });
+  const service = createOrdersService({
+    repo,
+    queue,
+    dispatch: deps.dispatch,
+    log,
+    defaultTimeoutSeconds: config.ORDER_PAYMENT_TIMEOUT_SECONDS,
+    maxWindowSeconds: config.ORDER_MAX_WINDOW_SECONDS,
+    reminderBeforeSeconds: config.PAYMENT_REMINDER_BEFORE_SECONDS,
+  });
   const reconcile = createOrdersReconcile({
     repo,
     queue,
     dispatch: deps.dispatch,
+    remindMany: service.remindMany,
     log,
     graceSeconds: config.ORDER_RECONCILE_GRACE_SECONDS,
     everyMs: config.ORDER_RECONCILE_INTERVAL_SECONDS * 1_000,
@@ -41,7 +59,7 @@ export function createOrdersModule(deps: { db: Db; redis: RedisClient; config: O
   const retention = createRetentionJob(ORDERS_QUEUE, repo.retention, config, log);
   const module: ServiceModule & { service: typeof service; reconcile: typeof reconcile } = {
     name: 'orders',
-    ...httpOf(ordersRoutes(service)),
+    ...httpOf(ordersRoutes(service, config.ADMIN_TOKEN)),
     queue,
     handlers: ordersJobHandlers(service, log),
     periodic: [reconcile.job, retention],

@@ -6,12 +6,18 @@ import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
 import { cancelOrder, cancelOverdue, expireOrders } from './sql/cancel.js';
 import { type NewOrder, insertOrders } from './sql/insert-orders.js';
+import { type Extended, extendDeadlines } from './sql/extend-deadlines.js';
+import { type DeadlineMove, type MoveKey, moveDeadline, moveRefusal } from './sql/move-deadline.js';
 import { payOrder } from './sql/pay.js';
 import { PURGE_ORDERS } from './sql/purge.js';
-import { findOrder, findOrderByIdempotencyKey, listUnpaid, orderState } from './sql/reads.js';
+import { findOrder, findOrderByIdempotencyKey, listUnpaid, listUnreminded, orderState } from './sql/reads.js';
+import { writePaymentReminders } from './sql/write-payment-reminders.js';
 
 export type { ExpiryOutcome } from './sql/cancel.js';
 export type { NewOrder } from './sql/insert-orders.js';
+export type { Extended } from './sql/extend-deadlines.js';
+export type { DeadlineMove, MoveKey, MoveRefusal } from './sql/move-deadline.js';
+export type { ReminderOutcome } from './sql/write-payment-reminders.js';
 export type { CancelReason, OrderItemRow, OrderRow, OrderStatus } from './sql/order-row.js';
 
 export function createOrdersRepository(db: Db) {
@@ -24,6 +30,14 @@ export function createOrdersRepository(db: Db) {
     cancel: (client: string, id: string) => cancelOrder(db, client, id),
     expireMany: (ids: readonly string[]) => expireOrders(db, ids),
     cancelOverdue: (graceSeconds: number, limit: number) => cancelOverdue(db, graceSeconds, limit),
+    moveDeadline: (client: string, id: string, move: DeadlineMove, maxWindowSeconds: number, key: MoveKey) =>
+      moveDeadline(db, client, id, move, maxWindowSeconds, key),
+    moveRefusal: (client: string, id: string, move: DeadlineMove, maxWindowSeconds: number, key: MoveKey) =>
+      moveRefusal(db, client, id, move, maxWindowSeconds, key),
+    extendDeadlines: (from: Date, to: Date, bySeconds: number, client: string | null): Promise<Extended[]> => extendDeadlines(db, from, to, bySeconds, client),
+    remindMany: (ids: readonly string[]) => writePaymentReminders(db, ids),
+    listUnreminded: (until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number) =>
+      listUnreminded(db, until, graceSeconds, after, limit),
     /** Retention: settled orders with their items and notifications (sql/purge.ts). */
     retention: [purgeOf(db, 'orders', PURGE_ORDERS)] as const,
     listUnpaid: (until: Date, after: { expiresAt: Date; id: string } | null, limit: number) => listUnpaid(db, until, after, limit),

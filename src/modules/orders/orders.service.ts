@@ -1,5 +1,6 @@
-// The orders domain: create (idempotent), pay, cancel, and the expiry and
-// reconciliation work behind them. PostgreSQL decides; the queue is told after
+// The orders domain: create (idempotent), pay, cancel, the deadline's moves and
+// reminder (orders.deadlines.ts), and the expiry and reconciliation work
+// behind them. PostgreSQL decides; the queue is told after
 // the commit, best effort, and the reconciliation pass repairs what it missed.
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
@@ -12,18 +13,10 @@ import type { NotificationDispatch } from '../../core/delivery/index.js';
 import type { Queue } from '../../queue/index.js';
 import type { CreateOrderInput } from './orders.schemas.js';
 import type { ExpiryOutcome, NewOrder, OrderRow, OrdersRepository } from './orders.repository.js';
-import { rowJobId } from '../../core/row-job-id.js';
+import { createOrderDeadlines, deadlineJobs } from './orders.deadlines.js';
+import { expireJobId } from './orders.job-ids.js';
 
-export const EXPIRE_JOB = 'order.expire';
-const EXPIRE_JOB_ID = rowJobId('order', 'expire', { anyCase: true });
-export const expireJobId = EXPIRE_JOB_ID.of;
-/** The order an expiry job's id names; null for any other id. */
-export const orderIdOfExpireJob = EXPIRE_JOB_ID.rowOf;
-/**
- * An expiry job's payload: empty, as the handler reads the order from the job
- * id. A short record fits a record group (BENCHMARKS.md, "Engine at size").
- */
-export const expirePayload = () => ({});
+export { EXPIRE_JOB, REMIND_JOB, expireJobId, expirePayload, orderIdOfExpireJob, orderIdOfRemindJob, remindJobId } from './orders.job-ids.js';
 
 // Creates arriving in one event-loop turn share one INSERT and one schedule call.
 const GATHER_MAX = 100;
@@ -34,7 +27,17 @@ export type OrdersServiceDeps = {
   readonly dispatch: NotificationDispatch;
   readonly log: Logger;
   readonly defaultTimeoutSeconds: number;
+  /** ORDER_MAX_WINDOW_SECONDS: the longest window a deadline move may give, from the order's creation. */
+  readonly maxWindowSeconds: number;
+  /** PAYMENT_REMINDER_BEFORE_SECONDS: the reminder's lead when a create gives none; none: no reminder. */
+  readonly reminderBeforeSeconds: number | undefined;
 };
+
+/** A create's reminder lead: its own (0: none), else the configured one (none: no reminder). */
+function reminderLead(asked: number | null | undefined, configured: number | undefined): number | null {
+  if (asked === 0) return null;
+  return asked ?? configured ?? null;
+}
 
 /** Concurrent creates share one INSERT statement (gatherCreates). */
 export const gatherInserts = (repo: Pick<OrdersRepository, 'insertMany'>): Gatherer<NewOrder, OrderRow> =>
@@ -46,16 +49,12 @@ export function createOrdersService(d: OrdersServiceDeps) {
   const inserts = gatherInserts(repo);
   const expirySchedules = gatherSchedules(queue, GATHER_MAX);
 
-  async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt'>): Promise<void> {
+  const deadlines = createOrderDeadlines({ repo, queue, dispatch: d.dispatch, log, maxWindowSeconds: d.maxWindowSeconds });
+
+  /** A new order's expiry job, and its reminder's when it has one. */
+  async function scheduleExpiry(order: Pick<OrderRow, 'id' | 'expiresAt' | 'paymentRemindAt'>): Promise<void> {
     await afterCommit(
-      () =>
-        expirySchedules.submit({
-          id: expireJobId(order.id),
-          type: EXPIRE_JOB,
-          at: order.expiresAt,
-          payload: expirePayload(),
-          mode: 'nx',
-        }),
+      () => Promise.all(deadlineJobs(order, 'nx').map((job) => expirySchedules.submit(job))),
       'schedule expiry',
       log,
       { orderId: order.id },
@@ -66,6 +65,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
   async function dropExpiry(orderId: string): Promise<void> {
     // Harmless if it fails: the handler finds the order settled and acks.
     await afterCommit(() => queue.cancel(expireJobId(orderId)), 'cancel expiry', log, { orderId }, 'its handler will find the order settled');
+    // Its reminder job is left to run: the reminder's statement finds the order settled and writes nothing.
   }
 
   /** The client's order; another client's is as absent as an unknown one. */
@@ -76,6 +76,8 @@ export function createOrdersService(d: OrdersServiceDeps) {
   }
 
   return {
+    ...deadlines,
+
     async create(client: string, input: CreateOrderInput, idempotencyKey: string | null): Promise<{ order: OrderRow; replayed: boolean }> {
       const r = await createIdempotently<OrderRow>({
         key: idempotencyKey,
@@ -92,6 +94,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
             currency: input.currency,
             totalCents: input.items.reduce((sum, i) => sum + i.quantity * i.unitPriceCents, 0),
             timeoutSeconds: input.paymentTimeoutSeconds ?? d.defaultTimeoutSeconds,
+            reminderBeforeSeconds: reminderLead(input.paymentReminderBeforeSeconds, d.reminderBeforeSeconds),
             idempotencyKey: key,
             requestHash: hash,
             items: input.items,

@@ -9,9 +9,11 @@ import { createGatherer } from '../../core/gather.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { redisCall } from '../../core/redis-call.js';
-import type { Batcher, TakenItem } from '../../queue/index.js';
+import type { Batcher, GroupRule, TakenItem } from '../../queue/index.js';
 import { type AreaKey, areaOfGroup, groupOf } from './parcels.groups.js';
 import type { CommittedBatch, LeftParcel, ParcelsRepository } from './parcels.repository.js';
+
+export type BatchReason = 'FULL' | 'TIMEOUT' | 'MANUAL';
 
 /** The longest a commit's not-yet-due leftovers are held before going back into Redis. */
 export const MAX_HOLD_MS = 1_000;
@@ -26,7 +28,7 @@ export type BatchDeps = {
   batcher: Batcher;
   dispatch: NotificationDispatch;
   log: Logger;
-  onBatch: (reason: 'FULL' | 'TIMEOUT') => void;
+  onBatch: (reason: BatchReason) => void;
 };
 
 export function createBatchCommits(d: BatchDeps) {
@@ -37,7 +39,7 @@ export function createBatchCommits(d: BatchDeps) {
    * Parcels of a batch that is no longer one (some of it was batched by
    * another committer, so the rest is not full or not due) go back into Redis.
    */
-  async function commit(batches: readonly BatchInput[], reason: 'FULL' | 'TIMEOUT'): Promise<CommittedBatch[]> {
+  async function commit(batches: readonly BatchInput[], reason: BatchReason): Promise<CommittedBatch[]> {
     const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
     const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
     await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
@@ -81,13 +83,14 @@ export function createBatchCommits(d: BatchDeps) {
 
   /**
    * Puts parcels back into their area's group, arrival as it was. With
-   * `takeFull`, a group the put back makes full is batched at once. Never
+   * `takeFull`, a group the put back makes full is batched at once. With
+   * `rule`, the group's rule is set first (as the database has it). Never
    * throws: what is not put back, the reconciliation pass puts back or batches.
    */
-  async function restore(area: AreaKey, items: readonly TakenItem[], takeFull: boolean): Promise<void> {
+  async function restore(area: AreaKey, items: readonly TakenItem[], takeFull: boolean, rule?: GroupRule): Promise<void> {
     let batches: TakenItem[][];
     try {
-      ({ batches } = await redisCall(batcher.restore(groupOf(area), items, { takeFull }), 'batcher restore'));
+      ({ batches } = await redisCall(batcher.restore(groupOf(area), items, { takeFull, ...(rule && { rule }) }), 'batcher restore'));
     } catch (err) {
       log.warn({ err, client: area.client, area: area.code, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
       return;
@@ -100,13 +103,18 @@ export function createBatchCommits(d: BatchDeps) {
    * database found not yet due (its clock behind Redis') are held until it
    * is (at most MAX_HOLD_MS at a time): back at once, they would be taken
    * again at once, round after round, until the database's clock caught up.
+   * Each group gets its area's rule as the commit read it: a group whose rule
+   * Redis lost or has not heard of yet would take the same refused batch
+   * again and again.
    */
   async function putBack(left: readonly LeftParcel[]): Promise<void> {
     // By group: one per area of a client.
     const now = new Map<string, TakenItem[]>();
     const later = new Map<string, { items: TakenItem[]; inMs: number }>();
+    const rules = new Map<string, GroupRule>();
     for (const l of left) {
       const group = groupOf({ client: l.client, code: l.areaCode });
+      rules.set(group, l.rule);
       const item = { item: l.trackingNo, arrivedAt: l.arrivedAt };
       if (l.dueInMs > 0) {
         const h = later.get(group) ?? { items: [], inMs: 0 };
@@ -115,8 +123,8 @@ export function createBatchCommits(d: BatchDeps) {
         later.set(group, h);
       } else now.set(group, [...(now.get(group) ?? []), item]);
     }
-    for (const [group, h] of later) setTimeout(() => void restore(areaOfGroup(group), h.items, true), h.inMs).unref();
-    for (const [group, items] of now) await restore(areaOfGroup(group), items, true);
+    for (const [group, h] of later) setTimeout(() => void restore(areaOfGroup(group), h.items, true, rules.get(group)), h.inMs).unref();
+    for (const [group, items] of now) await restore(areaOfGroup(group), items, true, rules.get(group));
   }
 
   return { commit, commitFull, restore };

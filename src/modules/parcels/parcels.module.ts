@@ -40,7 +40,7 @@ export function createParcelsModule(deps: {
   log: Logger;
   dispatch: NotificationDispatch;
   /** Told of every committed batch (metrics). */
-  onBatch?: (reason: 'FULL' | 'TIMEOUT') => void;
+  onBatch?: (reason: 'FULL' | 'TIMEOUT' | 'MANUAL') => void;
 }) {
   const { config } = deps;
   const log = deps.log.child({ module: 'parcels' });

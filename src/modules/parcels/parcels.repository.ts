@@ -8,11 +8,28 @@ import { purgeOf } from '../../core/retention.js';
 import { type BatchReason, type BatchRule, type BatchToCommit, commitBatches } from './sql/commit-batches.js';
 import { type NewParcel, insertParcels } from './sql/insert-parcels.js';
 import { PURGE_BATCHES } from './sql/purge.js';
-import { findArea, findBatch, findParcel, findParcels, listBatches, listOverdue, listRecentBatches, listRecentWaiting, waitingIn } from './sql/reads.js';
-import { upsertArea } from './sql/upsert-area.js';
+import { moveParcel } from './sql/move-parcel.js';
+import {
+  type WaitRule,
+  findArea,
+  findBatch,
+  findParcel,
+  findParcels,
+  listAreaRules,
+  listBatches,
+  listOverdue,
+  listRecentBatches,
+  listRecentWaiting,
+  oldestWaiting,
+  waitingIn,
+} from './sql/reads.js';
+import { type AreaSettings, upsertArea } from './sql/upsert-area.js';
+import { withdrawParcel } from './sql/withdraw-parcel.js';
 
 export type { CommittedBatch, LeftParcel } from './sql/commit-batches.js';
 export type { NewParcel } from './sql/insert-parcels.js';
+export type { WaitRule } from './sql/reads.js';
+export type { AreaSettings } from './sql/upsert-area.js';
 export type { AreaRow, ParcelRow, RecentBatchRow } from './sql/parcel-row.js';
 
 /**
@@ -22,7 +39,7 @@ export type { AreaRow, ParcelRow, RecentBatchRow } from './sql/parcel-row.js';
  */
 export function createParcelsRepository(db: Db) {
   return {
-    upsertArea: (client: string, code: string, vehiclePlate: string, sorterContact: string) => upsertArea(db, client, code, vehiclePlate, sorterContact),
+    upsertArea: (client: string, code: string, settings: AreaSettings) => upsertArea(db, client, code, settings),
     findArea: (client: string, code: string) => findArea(db, client, code),
     waiting: (client: string, code: string) => waitingIn(db, client, code),
     insertParcels: (parcels: readonly NewParcel[]) => insertParcels(db, parcels),
@@ -32,10 +49,14 @@ export function createParcelsRepository(db: Db) {
     findBatch: (client: string, id: string) => findBatch(db, client, id),
     listBatches: (client: string, areaCode: string, limit: number) => listBatches(db, client, areaCode, limit),
     listRecentBatches: (limit: number, client?: string) => listRecentBatches(db, limit, client),
-    listOverdue: (olderThanMs: number, limit: number) => listOverdue(db, olderThanMs, limit),
+    listOverdue: (rule: WaitRule, limit: number) => listOverdue(db, rule, limit),
+    oldestWaiting: (client: string, code: string, limit: number) => oldestWaiting(db, client, code, limit),
+    withdrawParcel: (client: string, trackingNo: string) => withdrawParcel(db, client, trackingNo),
+    moveParcel: (client: string, trackingNo: string, to: string) => moveParcel(db, client, trackingNo, to),
+    listAreaRules: () => listAreaRules(db),
     /** Retention: batches with their parcels and notices (sql/purge.ts). */
     retention: [purgeOf(db, 'batches', PURGE_BATCHES)] as const,
-    listRecentWaiting: (youngerThanMs: number, olderThanMs: number, limit: number) => listRecentWaiting(db, youngerThanMs, olderThanMs, limit),
+    listRecentWaiting: (rule: WaitRule, olderThanMs: number, limit: number) => listRecentWaiting(db, rule, olderThanMs, limit),
   };
 }
 

@@ -4,7 +4,7 @@
 // answered as unknown ones).
 import { z } from 'zod';
 import { HTTP_ERRORS, route, type PathParam, type RouteTable } from '../../core/http/route.js';
-import type { ParcelRow } from './parcels.repository.js';
+import type { AreaRow, ParcelRow } from './parcels.repository.js';
 import {
   type BatchJson,
   type ParcelJson,
@@ -14,6 +14,7 @@ import {
   batchIdSchema,
   batchJsonSchema,
   listBatchesSchema,
+  moveParcelSchema,
   parcelBatchJsonSchema,
   parcelJsonSchema,
   postParcelBatchSchema,
@@ -54,12 +55,30 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         auth: 'areas:write',
         summary: 'Create or update a delivery area',
         params: { code },
+        description:
+          'Replaces the whole area: batchSize and maxWaitSeconds absent or null are the defaults. A rule changed while parcels wait ' +
+          'applies to them: a smaller size batches a group it makes full at once (FULL), a shorter wait a group whose first parcel has now waited it (TIMEOUT).',
         body: putAreaSchema,
         responses: { 200: { description: 'the area', schema: areaJsonSchema } },
         errors: [{ status: 422, code: 'INVALID_CONTACT' }],
         handle: async ({ params, body, client }, res) => {
-          const a = await service.putArea(client, params.code, body.vehiclePlate, body.sorterContact);
-          res.json({ code: a.code, vehiclePlate: a.vehiclePlate, sorterContact: a.sorterContact });
+          res.json(areaJson(await service.putArea(client, params.code, body)));
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/areas/:code/flush',
+        auth: 'areas:write',
+        summary: 'Batch what waits in an area now',
+        description: 'A MANUAL batch of the oldest waiting parcels of the area, up to its batch size (the rest keep waiting), answered as GET /batches/:id.',
+        params: { code },
+        responses: { 200: { description: 'the batch', schema: batchJsonSchema } },
+        errors: [
+          { status: 404, code: 'AREA_NOT_FOUND' },
+          { status: 409, code: 'NOTHING_WAITING' },
+        ],
+        handle: async ({ params, client }, res) => {
+          res.json(batchJson(await service.flush(client, params.code)));
         },
       }),
       route({
@@ -73,9 +92,7 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         handle: async ({ params, client }, res) => {
           const { area, waiting } = await service.getArea(client, params.code);
           res.json({
-            code: area.code,
-            vehiclePlate: area.vehiclePlate,
-            sorterContact: area.sorterContact,
+            ...areaJson(area),
             waiting: waiting.count,
             firstArrivalAt: waiting.firstArrivalAt?.toISOString() ?? null,
           });
@@ -140,6 +157,43 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         },
       }),
       route({
+        method: 'post',
+        path: '/parcels/:trackingNo/withdraw',
+        auth: 'parcels:write',
+        summary: 'Withdraw a waiting parcel from its area',
+        description: 'The parcel ends in no batch. Again: the same answer.',
+        params: { trackingNo },
+        responses: { 200: { description: 'the parcel, WITHDRAWN', schema: parcelJsonSchema } },
+        errors: [
+          { status: 404, code: 'PARCEL_NOT_FOUND' },
+          { status: 409, code: 'ALREADY_BATCHED' },
+        ],
+        handle: async ({ params, client }, res) => {
+          res.json(parcelJson(await service.withdraw(client, params.trackingNo)));
+        },
+      }),
+      route({
+        method: 'post',
+        path: '/parcels/:trackingNo/move',
+        auth: 'parcels:write',
+        summary: 'Move a waiting parcel to another area',
+        description:
+          'Its arrival is kept: it waits in the new area, by the rule of that area, from when it was taken in (a group it fills is batched at once, FULL).',
+        params: { trackingNo },
+        body: moveParcelSchema,
+        responses: { 200: { description: 'the parcel (BATCHED if it completed a batch of its new area)', schema: parcelJsonSchema } },
+        errors: [
+          { status: 404, code: 'PARCEL_NOT_FOUND' },
+          { status: 404, code: 'AREA_NOT_FOUND' },
+          { status: 409, code: 'ALREADY_BATCHED' },
+          { status: 409, code: 'PARCEL_WITHDRAWN' },
+          { status: 409, code: 'PARCEL_CHANGED' },
+        ],
+        handle: async ({ params, body, client }, res) => {
+          res.json(parcelJson(await service.move(client, params.trackingNo, body.area)));
+        },
+      }),
+      route({
         method: 'get',
         path: '/batches/:id',
         auth: 'parcels:read',
@@ -166,6 +220,10 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
   };
 }
 
+function areaJson(a: AreaRow) {
+  return { code: a.code, vehiclePlate: a.vehiclePlate, sorterContact: a.sorterContact, batchSize: a.batchSize, maxWaitSeconds: a.maxWaitSeconds };
+}
+
 function parcelJson(p: ParcelRow): ParcelJson {
   return {
     trackingNo: p.trackingNo,
@@ -181,7 +239,7 @@ type BatchWithParcels = {
   id: string;
   areaCode: string;
   vehiclePlate: string;
-  reason: 'FULL' | 'TIMEOUT';
+  reason: 'FULL' | 'TIMEOUT' | 'MANUAL';
   createdAt: Date;
   parcels: { trackingNo: string }[];
 };

@@ -7,13 +7,33 @@ import { plainText } from '../../core/http/plain-text.js';
 
 export const areaCodeSchema = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'an area code is 1..32 of [A-Za-z0-9_-]');
 
+/** An area's own batch size and maximum wait (the areas table's CHECK constraints hold the same ranges). */
+export const AREA_BATCH_SIZE_MAX = 1_000;
+export const AREA_MAX_WAIT_SECONDS_MAX = 86_400;
+
 export const putAreaSchema = z.strictObject({
   vehiclePlate: plainText(1, 16).trim(),
   sorterContact: plainText(3, 254).trim().meta({
     description:
       'one address (name@domain) or one phone number (international, or national with PHONE_DEFAULT_REGION), stored as E.164; else 422 INVALID_CONTACT',
   }),
+  batchSize: z
+    .int()
+    .min(1)
+    .max(AREA_BATCH_SIZE_MAX)
+    .nullable()
+    .optional()
+    .meta({ description: "the area's batch size; absent or null: PARCEL_BATCH_SIZE. Applies to the parcels already waiting too" }),
+  maxWaitSeconds: z
+    .int()
+    .min(1)
+    .max(AREA_MAX_WAIT_SECONDS_MAX)
+    .nullable()
+    .optional()
+    .meta({ description: "the area's maximum wait; absent or null: PARCEL_MAX_WAIT_SECONDS. Applies to the parcels already waiting too" }),
 });
+
+export const moveParcelSchema = z.strictObject({ area: areaCodeSchema });
 
 // Printable, no spaces at the ends: tracking numbers are printed on labels.
 export const trackingNoSchema = z.string().regex(/^[\x21-\x7e]([\x20-\x7e]{0,62}[\x21-\x7e])?$/, 'a tracking number is 1..64 printable characters');
@@ -39,7 +59,14 @@ export const listBatchesSchema = z.strictObject({
 
 // Answer shapes, for the OpenAPI document (the serialisers in parcels.routes.ts are typed by them).
 const instantOut = z.iso.datetime();
-export const areaJsonSchema = z.object({ code: z.string(), vehiclePlate: z.string(), sorterContact: z.string() });
+export const areaJsonSchema = z.object({
+  code: z.string(),
+  vehiclePlate: z.string(),
+  sorterContact: z.string(),
+  /** The area's own rule; null: the default. */
+  batchSize: z.int().nullable(),
+  maxWaitSeconds: z.int().nullable(),
+});
 export const areaStateJsonSchema = areaJsonSchema.extend({
   /** Parcels waiting for a batch (from PostgreSQL). */
   waiting: z.int(),
@@ -48,7 +75,7 @@ export const areaStateJsonSchema = areaJsonSchema.extend({
 export const parcelJsonSchema = z.object({
   trackingNo: z.string(),
   area: z.string(),
-  status: z.enum(['WAITING', 'BATCHED']),
+  status: z.enum(['WAITING', 'BATCHED', 'WITHDRAWN']),
   batchId: z.uuid().nullable(),
   createdAt: instantOut,
   batchedAt: instantOut.nullable(),
@@ -62,7 +89,7 @@ export const batchJsonSchema = z.object({
   id: z.uuid(),
   area: z.string(),
   vehiclePlate: z.string(),
-  reason: z.enum(['FULL', 'TIMEOUT']),
+  reason: z.enum(['FULL', 'TIMEOUT', 'MANUAL']),
   /** Tracking numbers, in arrival order. */
   parcels: z.array(z.string()),
   createdAt: instantOut,

@@ -1,17 +1,18 @@
 // Parcel batching: areas, intake, and the batches made at the batch size (on
-// intake), at the maximum wait (the flusher) or by the reconciliation pass.
+// intake), at the maximum wait (the flusher), by the reconciliation pass, or
+// on demand (a manual flush; with withdraw and move, in parcels.changes.ts).
 // PostgreSQL holds every parcel from intake on; Redis only groups them.
 // Every API function takes the caller's client first and sees only that
 // client's areas, parcels and batches: another client's are as absent as
 // unknown ones, and its area codes and tracking numbers are its own.
 import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import type { CountryCode } from 'libphonenumber-js';
-import { checkedAnyContact } from '../../core/contact.js';
 import { AppError } from '../../core/errors.js';
 import { gatherOrEach } from '../../core/gather.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { DueBatch, TakenItem } from '../../queue/index.js';
 import { type BatchDeps, createBatchCommits } from './parcels.batches.js';
+import { createParcelChanges } from './parcels.changes.js';
 import { type AreaKey, areaOfGroup, groupOf } from './parcels.groups.js';
 import type { CommittedBatch, NewParcel, ParcelRow } from './parcels.repository.js';
 
@@ -33,7 +34,9 @@ export function createParcelsService(
   d: BatchDeps & { /** Region of sorter numbers given without a country code (PHONE_DEFAULT_REGION). */ phoneRegion?: CountryCode | undefined },
 ) {
   const { repo, batcher, log } = d;
-  const { commit, commitFull, restore } = createBatchCommits(d);
+  const commits = createBatchCommits(d);
+  const { commit, commitFull, restore } = commits;
+  const changes = createParcelChanges(d, commits);
   // Concurrent single intakes (of any clients) share one INSERT; a client's
   // tracking number twice in one statement is inserted once, for the first
   // caller of its area (the rest find it existing, theirs or another area's).
@@ -76,11 +79,13 @@ export function createParcelsService(
   }
 
   return {
-    /** Creates or updates the client's area `code` (another client's of the same code is another area). */
-    /** Creates or updates the client's area; its sorters' contact is one mailbox or one phone number (422 INVALID_CONTACT else). */
-    async putArea(client: string, code: string, vehiclePlate: string, sorterContact: string) {
-      return repo.upsertArea(client, code, vehiclePlate, checkedAnyContact(sorterContact, 'sorterContact', d.phoneRegion));
-    },
+    /** Creates or replaces the client's area `code` (another client's of the same code is another area), its rule applied to what waits. */
+    putArea: changes.putArea,
+    flush: changes.flush,
+    withdraw: changes.withdraw,
+    move: changes.move,
+    /** Sets an area's rule on its Redis group, batching what it makes full (the reconciliation pass uses it). */
+    applyRule: changes.applyRule,
 
     async getArea(client: string, code: string) {
       const area = await repo.findArea(client, code);

@@ -4,8 +4,8 @@
 // (Redis clock); the claim refuses a job due before its row (a firing moved
 // later whose old job was not replaced yet).
 import { type DeliveryDeps, type NotificationRow, type Sender, deliverJobId, deliveryJobHandler } from '../../core/delivery/index.js';
-import type { JobHandler, Queue, ScheduleInput } from '../../queue/index.js';
-import type { AmqpTarget, NatsTarget, TargetKind, TargetSender, WebhookTarget } from './targets/contract.js';
+import type { Job, JobHandler, Queue, ScheduleInput } from '../../queue/index.js';
+import type { AmqpTarget, NatsTarget, TargetKind, TargetSender, TimerTarget, WebhookTarget } from './targets/contract.js';
 import type { FiringPayload } from './sql/reads.js';
 import type { FiringJob } from './timers.service.js';
 
@@ -17,10 +17,29 @@ export function firingJob(j: Pick<FiringJob, 'rowId' | 'dueAt' | 'firing'>, mode
     id: deliverJobId(j.rowId),
     type: TIMER_JOB[j.firing.target.type],
     at: j.dueAt,
-    payload: { notificationId: j.rowId },
+    // The endpoint rides in the job, so the queue limiter knows it without the row.
+    payload: { notificationId: j.rowId, endpoint: endpointOfTarget(j.firing.target) },
     maxAttempts: j.firing.maxAttempts,
     mode,
   };
+}
+
+/** A target's endpoint for the queue limiter's rules and slow-downs: its webhook host, exchange or subject. */
+export function endpointOfTarget(t: TimerTarget): string {
+  switch (t.type) {
+    case 'webhook':
+      return `webhook:${new URL(t.url).host.toLowerCase()}`;
+    case 'amqp':
+      return `amqp:${t.exchange}`;
+    case 'nats':
+      return `nats:${t.subject}`;
+  }
+}
+
+/** The queue limiter's `limitKey` of a firing's job: the endpoint it carries (none in a job that only records an outcome). */
+export function firingLimitKey(job: Job): string | null {
+  const p = job.payload as { endpoint?: unknown } | null;
+  return typeof p?.endpoint === 'string' ? p.endpoint : null;
 }
 
 export function scheduleFirings(queue: Queue, jobs: readonly FiringJob[]) {

@@ -16,7 +16,7 @@ import type { JobTypeOptions } from '../../queue/index.js';
 import { createAmqpSender } from './targets/amqp.js';
 import { createNatsSender } from './targets/nats.js';
 import { createWebhookSender } from './targets/webhook.js';
-import { TIMER_JOB, type TargetSenders, scheduleFirings, timerSender, timersJobHandlers } from './timers.jobs.js';
+import { TIMER_JOB, type TargetSenders, firingLimitKey, scheduleFirings, timerSender, timersJobHandlers } from './timers.jobs.js';
 import { TIMERS_RELAY_JOB, createTimersRelay } from './timers.reconcile.js';
 import { timersRoutes } from './timers.routes.js';
 import { createTimersService } from './timers.service.js';
@@ -57,6 +57,7 @@ export function createTimersModule(deps: {
   const steps = (delaysMs: readonly number[]): JobTypeOptions => ({
     maxAttempts: c.TIMER_MAX_ATTEMPTS,
     backoff: { kind: 'steps', delaysMs, jitter: c.NOTIFY_RETRY_JITTER },
+    limitKey: firingLimitKey,
   });
   const queue = createModuleQueue(deps.redis, c, TIMERS_QUEUE, {
     [TIMER_JOB.webhook]: steps(c.TIMER_WEBHOOK_RETRY_DELAYS_MS),

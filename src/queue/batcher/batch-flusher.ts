@@ -1,7 +1,8 @@
-// Flushes groups whose first item has waited the maximum time. Per shard a wake
-// loop sleeps until the earliest group deadline (first arrival + max wait) and
-// is woken when a new group becomes the earliest; an idle re-check is the
-// safety net. A batch whose commit fails is put back for the next round.
+// Flushes groups whose first item has waited the maximum time (the group's
+// own, or the batcher's default). Per shard a wake loop sleeps until the
+// earliest group deadline (first arrival + max wait, the groups ZSET's score)
+// and is woken when a group's deadline becomes the earliest; an idle re-check
+// is the safety net. A batch whose commit fails is put back for the next round.
 import type { DueBatch } from '../scripts/batch-scripts.js';
 import type { Batcher } from './batcher.js';
 import { TimeoutError, withTimeout } from '../timeout.js';
@@ -70,7 +71,7 @@ export function createBatchFlusher(o: {
             startCommit(r.batches);
             return 'again'; // more groups may be due
           }
-          const deadline = r.nextFirstArrival === null ? Number.POSITIVE_INFINITY : r.nextFirstArrival + batcher.maxWaitMs;
+          const deadline = r.nextDeadline ?? Number.POSITIVE_INFINITY;
           return clock.localAt(r.now + Math.min(Math.max(0, deadline - r.now), idleRecheckMs));
         } catch (err) {
           log.error({ err, batcher: batcher.name, shard }, 'flush round failed; retrying');
@@ -92,10 +93,10 @@ export function createBatchFlusher(o: {
       wake = await listenForWakeUps({
         redis: o.redis,
         ...(o.subscriber && { subscriber: o.subscriber }),
-        // A group that became the earliest announces its first arrival: due a max wait later.
+        // A group that became the earliest announces its deadline.
         targets: batcher.keys.map((k, shard) => {
           const loop = loops[shard] as WakeLoop;
-          return { channel: k.wake, wakeAt: (first) => loop.wakeAt(clock.localAt(first + batcher.maxWaitMs)), wakeNow: loop.wakeNow };
+          return { channel: k.wake, wakeAt: (deadline) => loop.wakeAt(clock.localAt(deadline)), wakeNow: loop.wakeNow };
         }),
         idleRecheckMs,
         log,

@@ -1,7 +1,19 @@
 // Groups items (parcels) per group (delivery area) in Redis and hands them out
 // in batches: as soon as a group holds a full batch, or once its first item has
-// waited the maximum time. Domain-free: the caller names groups and items.
-import { type DueBatch, type TakenItem, runBatchAdd, runBatchRemove, runBatchRestore, runBatchTakeDue } from '../scripts/batch-scripts.js';
+// waited the maximum time. A group may have a rule of its own (batch size,
+// maximum wait), kept in Redis beside it; the options are the defaults.
+// Domain-free: the caller names groups and items.
+import {
+  type DueBatch,
+  type GroupRule,
+  type TakenItem,
+  decodeRule,
+  runBatchAdd,
+  runBatchRemove,
+  runBatchRestore,
+  runBatchSetRule,
+  runBatchTakeDue,
+} from '../scripts/batch-scripts.js';
 import { QueueErrorCode, QueueInputError } from '../errors.js';
 import { BATCH_GROUP_PATTERN, type BatcherShardKeys, QUEUE_NAME_PATTERN, batcherKeys, shardOf } from '../keys.js';
 import type { RedisClient } from '../scripts/scripts.js';
@@ -9,7 +21,9 @@ import { createServerClock, localNow } from '../wake/server-clock.js';
 
 export type BatcherOptions = {
   readonly name: string;
+  /** The batch size of a group without a rule of its own. */
   readonly batchSize: number;
+  /** The maximum wait (ms) of a group without a rule of its own. */
   readonly maxWaitMs: number;
   /** Shards (group name hash mod shards), each on its own hash tag. Default 1. */
   readonly shards?: number;
@@ -32,7 +46,8 @@ export type Batcher = ReturnType<typeof createBatcher>;
 export function createBatcher(redis: RedisClient, o: BatcherOptions) {
   const shards = o.shards ?? 1;
   if (!QUEUE_NAME_PATTERN.test(o.name)) throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, `batcher name must match ${QUEUE_NAME_PATTERN}`);
-  if (!Number.isInteger(o.batchSize) || o.batchSize < 1) throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'batch size must be >= 1');
+  const defaults = { batchSize: o.batchSize, maxWaitMs: Math.round(o.maxWaitMs) };
+  checkRule(defaults);
   const keys = Array.from({ length: shards }, (_, s) => batcherKeys(o.prefix ?? 'bq', o.name, s));
   const keysOf = (group: string): BatcherShardKeys => {
     checkGroup(group);
@@ -69,36 +84,69 @@ export function createBatcher(redis: RedisClient, o: BatcherOptions) {
       if (arrivedAt !== undefined && !Number.isFinite(arrivedAt))
         throw new QueueInputError(QueueErrorCode.INVALID_DUE_TIME, 'arrival must be a finite time in ms');
       const at = arrivedAt === undefined ? undefined : Math.floor(arrivedAt);
-      const { taken, ...r } = await timed((deadline) => runBatchAdd(redis, k, group, item, o.batchSize, at, deadline));
-      return { ...r, batches: cut(taken, o.batchSize) };
+      const { taken, size, ...r } = await timed((deadline) => runBatchAdd(redis, k, group, item, defaults, at, deadline));
+      return { ...r, batches: cut(taken, size) };
     },
 
     /** Takes the overdue groups of one shard (a bounded number); `late`: it reached Redis past its deadline and took nothing. */
-    takeDue(shard: number, maxGroups = 100): Promise<{ now: number; late: boolean; nextFirstArrival: number | null; batches: DueBatch[] }> {
-      return timed((deadline) => runBatchTakeDue(redis, keys[shard] as BatcherShardKeys, o.maxWaitMs, maxGroups, o.batchSize, deadline));
+    takeDue(shard: number, maxGroups = 100): Promise<{ now: number; late: boolean; nextDeadline: number | null; batches: DueBatch[] }> {
+      return timed((deadline) => runBatchTakeDue(redis, keys[shard] as BatcherShardKeys, defaults, maxGroups, deadline));
     },
 
-    /** Drops items that were batched another way. */
+    /** Drops items that were batched another way, withdrawn, or moved to another group. */
     remove(group: string, items: readonly string[]): Promise<number> {
-      return runBatchRemove(redis, keysOf(group), group, items);
+      return runBatchRemove(redis, keysOf(group), group, defaults, items);
     },
 
     /**
      * Puts items back with their arrival times (a batch whose commit failed,
      * what a commit left over, what Redis lost); an item already waiting keeps
      * its own. With `takeFull`, takes out and returns every full batch the
-     * group then holds (to be committed as full batches).
+     * group then holds (to be committed as full batches). With `rule`, sets
+     * the group's rule first (as setRule does, without its own take).
      */
-    async restore(group: string, items: readonly TakenItem[], opts: { takeFull?: boolean } = {}): Promise<{ batches: TakenItem[][] }> {
-      const r = await runBatchRestore(redis, keysOf(group), group, items, opts.takeFull ? o.batchSize : null);
-      return { batches: cut(r.taken, o.batchSize) };
+    async restore(group: string, items: readonly TakenItem[], opts: { takeFull?: boolean; rule?: GroupRule } = {}): Promise<{ batches: TakenItem[][] }> {
+      const k = keysOf(group);
+      if (opts.rule !== undefined) checkRule(opts.rule);
+      else if (items.length === 0) return { batches: [] };
+      const r = await runBatchRestore(redis, k, group, defaults, items, { takeFull: opts.takeFull ?? false, rule: opts.rule });
+      return { batches: cut(r.taken, r.size) };
     },
 
-    /** How many items of the group wait, and since when. */
-    async waiting(group: string): Promise<{ count: number; firstArrival: number | null }> {
+    /**
+     * Sets the group's own rule (a null part: the default; both null: none)
+     * and applies it to what waits: the group's deadline moves with its
+     * maximum wait (a flusher is woken when it is now the earliest, and takes
+     * the group if it is due), and every full batch its batch size makes is
+     * taken out and returned (to be committed as full batches).
+     */
+    async setRule(group: string, rule: GroupRule): Promise<{ batches: TakenItem[][] }> {
       const k = keysOf(group);
-      const [count, first] = await Promise.all([redis.zcard(k.itemsPrefix + group), redis.zscore(k.groups, group)]);
-      return { count, firstArrival: first === null ? null : Number(first) };
+      checkRule(rule);
+      const r = await runBatchSetRule(redis, k, group, defaults, rule);
+      return { batches: cut(r.taken, r.size) };
+    },
+
+    /** The groups of one shard that have a rule of their own, with it. */
+    async rules(shard: number): Promise<Map<string, GroupRule>> {
+      const all = await redis.hgetall((keys[shard] as BatcherShardKeys).groupRules);
+      const out = new Map<string, GroupRule>();
+      for (const [group, value] of Object.entries(all)) {
+        const rule = decodeRule(value);
+        if (rule) out.set(group, rule);
+      }
+      return out;
+    },
+
+    /** How many items of the group wait, since when, and until when (its deadline). */
+    async waiting(group: string): Promise<{ count: number; firstArrival: number | null; deadline: number | null }> {
+      const k = keysOf(group);
+      const [count, first, deadline] = await Promise.all([
+        redis.zcard(k.itemsPrefix + group),
+        redis.zrange(k.itemsPrefix + group, 0, 0, 'WITHSCORES'),
+        redis.zscore(k.groups, group),
+      ]);
+      return { count, firstArrival: first[1] === undefined ? null : Number(first[1]), deadline: deadline === null ? null : Number(deadline) };
     },
   };
 }
@@ -108,6 +156,14 @@ function cut(taken: readonly TakenItem[], size: number): TakenItem[][] {
   const out: TakenItem[][] = [];
   for (let i = 0; i < taken.length; i += size) out.push(taken.slice(i, i + size));
   return out;
+}
+
+/** A size of 1 or more, a wait of 0 or more ms: whole numbers (they go into Redis as digits). */
+function checkRule(rule: GroupRule): void {
+  if (rule.batchSize !== null && (!Number.isInteger(rule.batchSize) || rule.batchSize < 1))
+    throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'batch size must be a whole number >= 1');
+  if (rule.maxWaitMs !== null && (!Number.isInteger(rule.maxWaitMs) || rule.maxWaitMs < 0))
+    throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'maximum wait must be a whole number of ms >= 0');
 }
 
 function checkGroup(group: string): void {

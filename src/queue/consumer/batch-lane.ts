@@ -2,6 +2,7 @@
 // one handler call (up to maxBatch), at most `concurrency` calls of it at once;
 // each job's outcome is then applied on its own, fenced by its own token.
 import { type JobRunner, runnable } from './job-runner.js';
+import type { LimitGate } from './limit-gate.js';
 import { type Claimed, type ExtendLease, checkLease, leaseLeft } from './lease.js';
 import type { Queue } from '../producer/queue.js';
 import type { AnyJobHandler, BatchContext, BatchOutcome, Job, JobBatchHandler, WorkerEvent } from '../types.js';
@@ -42,6 +43,8 @@ export type BatchRunnerOptions = {
   readonly extend: ExtendLease;
   readonly fail: (job: Job, err: unknown) => Promise<void>;
   readonly emit: (e: WorkerEvent) => void;
+  /** The queue limiter's gate; none: no limits. */
+  readonly gate?: LimitGate | undefined;
 };
 
 /** Started jobs of a call: those its handler gets, the claim behind each, and the failures of those that must not run. */
@@ -55,7 +58,9 @@ export function createBatchRunner(o: BatchRunnerOptions): RunBatch {
    * then applied to its own job, fenced by its own token, as a single
    * handler's answer is.
    */
-  async function runBatch(type: string, handler: JobBatchHandler, claimed: readonly Claimed[]): Promise<number> {
+  async function runBatch(type: string, handler: JobBatchHandler, all: readonly Claimed[]): Promise<number> {
+    // Those over a rate limit are handed back to their turn, not run.
+    const claimed = o.gate ? await o.gate.admit(all) : all;
     const { jobs, leases, failures } = start(claimed, await renewWaited(claimed));
     const ran = jobs.length + failures.length;
     if (jobs.length === 0) {
@@ -68,17 +73,24 @@ export function createBatchRunner(o: BatchRunnerOptions): RunBatch {
     try {
       outcomes = checked(type, jobs, await handler.batch(jobs, ctx));
     } catch (err) {
-      await Promise.all([...failures, ...jobs.map((j) => fail(j, err))]);
+      await Promise.all([...failures, ...jobs.map((j) => fail(j, err)), signal(jobs, leases, err)]);
       return ran;
     }
     await Promise.all([
       ...failures,
       ...jobs.map((j, i) => {
         const outcome = outcomes[i];
-        return outcome && 'error' in outcome ? fail(j, outcome.error) : runner.applyOutcome(j, outcome, started);
+        if (!outcome || !('error' in outcome)) return runner.applyOutcome(j, outcome, started);
+        return Promise.all([fail(j, outcome.error), signal([j], leases, outcome.error)]);
       }),
     ]);
     return ran;
+  }
+
+  /** A receiver's "slow down" to the gate, with the jobs as claimed (its endpoint is read from the claimed record). */
+  async function signal(jobs: readonly Job[], leases: ReadonlyMap<Job, Claimed>, err: unknown): Promise<void> {
+    const gate = o.gate;
+    if (gate) await Promise.all(jobs.map((j) => gate.signal((leases.get(j) as Claimed).job, err)));
   }
 
   /** Whether each job's lease holds, renewing those that waited for much of it. */

@@ -2,6 +2,7 @@
 // renewed first, the handler gets its context, and its answer is applied
 // (done: acked in bulk; a time: handed back; a throw: the failure handler).
 import type { AckBatcher } from './ack-batcher.js';
+import type { LimitGate } from './limit-gate.js';
 import { type Claimed, type ExtendLease, checkLease, leaseLeft } from './lease.js';
 import { NonRetryableError } from '../errors.js';
 import type { ShardKeys } from '../keys.js';
@@ -23,10 +24,12 @@ export type JobRunnerOptions = {
   readonly extend: ExtendLease;
   readonly fail: (job: Job, err: unknown) => Promise<void>;
   readonly emit: (e: WorkerEvent) => void;
+  /** The queue limiter's gate; none: no limits. */
+  readonly gate?: LimitGate | undefined;
 };
 
 export type JobRunner = {
-  /** Runs one claimed job; false when it was not run (its lease was lost while it waited). */
+  /** Runs one claimed job; false when it was not run (its lease was lost while it waited, or a rate limit handed it back). */
   run(c: Claimed): Promise<boolean>;
   /** The context a handler gets for one claimed job. */
   contextOf(c: Claimed): JobContext;
@@ -39,6 +42,8 @@ export function createJobRunner(o: JobRunnerOptions): JobRunner {
 
   async function run(c: Claimed): Promise<boolean> {
     const { job } = c;
+    // Over a rate limit: handed back to its turn before anything runs.
+    if (o.gate && (await o.gate.admit([c])).length === 0) return false;
     // A job that waited in the buffer for much of its lease renews it first,
     // so a slow pool never lets the lease run out before the handler starts.
     if (leaseLeft(c) < leaseMs / 2 && !(await extend(c, leaseMs))) return false;
@@ -51,7 +56,7 @@ export function createJobRunner(o: JobRunnerOptions): JobRunner {
       if (typeof handler !== 'function') throw new NonRetryableError(`no handler for job type ${job.type}`);
       outcome = await handler(runnable(job), ctx);
     } catch (err) {
-      await fail(job, err);
+      await Promise.all([fail(job, err), o.gate?.signal(job, err)]);
       return true;
     }
     await applyOutcome(job, outcome, started);

@@ -117,20 +117,30 @@ export function createPool(o: PoolOptions): Pool {
     running.add(p);
   }
 
-  /** Hands back the jobs of a waiting list from index `from` on, attempts refunded. */
+  /**
+   * Hands back the jobs of a waiting list from index `from` on, attempts
+   * refunded, each at its own due time: they come back in the order they
+   * were due, ahead of jobs that fell due while they waited here.
+   */
   async function releaseFrom(waiting: Claimed[], from: number): Promise<number> {
-    const taken = waiting.splice(from);
-    let released = 0;
-    for (let shard = 0; shard < queue.keys.length; shard++) {
-      const items = taken.filter((c) => c.job.shard === shard).map((c) => ({ id: c.job.id, token: c.job.token }));
-      if (items.length === 0) continue;
-      try {
-        released += await runRelease(redis, queue.keys[shard] as ShardKeys, items);
-      } catch (err) {
-        log.error({ err, queue: queue.name, count: items.length }, 'release failed; jobs return after their lease');
-      }
+    const groups = new Map<string, { shard: number; at: number; items: { id: string; token: number }[] }>();
+    for (const c of waiting.splice(from)) {
+      const key = `${c.job.shard}:${c.job.dueAt}`;
+      const g = groups.get(key) ?? { shard: c.job.shard, at: c.job.dueAt, items: [] };
+      g.items.push({ id: c.job.id, token: c.job.token });
+      groups.set(key, g);
     }
-    return released;
+    const counts = await Promise.all(
+      [...groups.values()].map(async (g) => {
+        try {
+          return await runRelease(redis, queue.keys[g.shard] as ShardKeys, g.items, { at: g.at });
+        } catch (err) {
+          log.error({ err, queue: queue.name, count: g.items.length }, 'release failed; jobs return after their lease');
+          return 0;
+        }
+      }),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   async function releaseWaiting(): Promise<number> {

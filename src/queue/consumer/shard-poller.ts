@@ -83,7 +83,8 @@ export function createShardPoller(o: ShardPollerOptions): ShardPoller {
     if (r.late) return 'again';
     if (r.jobs.length > 0 || r.reclaimed > 0) o.onClaim(r.jobs.length, r.reclaimed);
     if (r.jobs.length > 0) o.accept(r.jobs, o.shard, t0, false);
-    if (r.jobs.length === want || r.reclaimed === MAX_RECLAIM_PER_CLAIM) return 'again'; // more may be due
+    // More may be due; parked jobs (a paused type) made room for the ones behind them.
+    if (r.jobs.length === want || r.reclaimed === MAX_RECLAIM_PER_CLAIM || r.parked > 0) return 'again';
     const next = Math.min(r.nextDue ?? Number.POSITIVE_INFINITY, r.nextLease ?? Number.POSITIVE_INFINITY);
     const sleep = Math.min(Math.max(0, next - r.now), o.idleRecheckMs);
     return o.clock.localAt(r.now + sleep);

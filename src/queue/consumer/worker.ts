@@ -8,11 +8,13 @@ import { batchLanesOf, createBatchRunner } from './batch-lane.js';
 import { type Accept, createIntake } from './intake.js';
 import { createFailureHandler } from './job-failure.js';
 import { createJobRunner } from './job-runner.js';
+import { createLimitGate } from './limit-gate.js';
 import { createLeaseExtender } from './lease.js';
 import { type Pool, createPool } from './pool.js';
 import { type PrefetchBudget, adaptivePrefetch, fixedPrefetch } from './prefetch-budget.js';
 import { type ShardPoller, createShardPoller } from './shard-poller.js';
 import { createDeadSweeper } from '../producer/dead-sweeper.js';
+import type { QueueLimiter } from '../limits/queue-limiter.js';
 import type { Queue } from '../producer/queue.js';
 import type { RedisClient } from '../scripts/scripts.js';
 import { type AnyJobHandler, type QueueLogger, type WorkerEvent, silentLogger } from '../types.js';
@@ -52,6 +54,8 @@ export type WorkerOptions = {
   readonly claimTimeoutMs?: number;
   readonly log?: QueueLogger;
   readonly onEvent?: (e: WorkerEvent) => void;
+  /** Outbound rate limits shared by every worker process (queue/limits/); none: no limits. */
+  readonly limiter?: QueueLimiter;
 };
 
 export type Worker = {
@@ -84,7 +88,8 @@ export function createWorker(o: WorkerOptions): Worker {
   const fail = createFailureHandler({ queue, redis, log, emit, shutdown: shutdown.signal });
   const acks: AckBatcher[] = queue.keys.map((k) => createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' })));
   const extend = createLeaseExtender({ queue, redis, emit });
-  const common = { leaseMs, clock, signal: shutdown.signal, extend, fail, emit };
+  const gate = o.limiter && createLimitGate({ queue, redis, limiter: o.limiter, log });
+  const common = { leaseMs, clock, signal: shutdown.signal, extend, fail, emit, gate };
   const runner = createJobRunner({ ...common, queue, redis, handlers: o.handlers, acks });
   const runBatch = createBatchRunner({ ...common, runner });
   // Pollers starved for room claim again once a useful batch fits (pollers is
@@ -96,16 +101,24 @@ export function createWorker(o: WorkerOptions): Worker {
   const accept = createIntake({ queue, redis, log, leaseMs, pool });
   const pollers = pollersOf(o, { clock, log, leaseMs, idleRecheckMs, pool, accept, emit });
   const deadSweeper = createDeadSweeper(queue, log);
+  // Claimed but not started when a pause is announced: handed back (attempt
+  // refunded), so within a Pub/Sub round trip only jobs already running go on.
+  // Those of types not paused are claimed again at once.
+  const handBackOnPause = () => {
+    void pool.releaseWaiting().then((n) => {
+      if (n > 0) log.info({ queue: queue.name, released: n }, 'queue paused: claimed jobs not started were handed back');
+    });
+  };
 
   return {
     async start() {
       wake = await listenForWakeUps({
         redis,
         ...(o.subscriber && { subscriber: o.subscriber }),
-        // A new head announces its due time.
+        // A new head announces its due time; a pause announces -1 (lua/queue/pause.lua).
         targets: queue.keys.map((k, shard) => {
           const poller = pollers[shard] as ShardPoller;
-          return { channel: k.wake, wakeAt: (dueAt) => poller.wakeAt(clock.localAt(dueAt)), wakeNow: poller.wakeNow };
+          return { channel: k.wake, wakeAt: (dueAt) => (dueAt < 0 ? handBackOnPause() : poller.wakeAt(clock.localAt(dueAt))), wakeNow: poller.wakeNow };
         }),
         idleRecheckMs,
         log,

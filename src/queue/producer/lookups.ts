@@ -8,6 +8,7 @@ import { checkId, decodePayload } from './schedule-input.js';
 
 export function createLookups(q: QueueSetup) {
   const { redis, name, keys, keysOf } = q;
+  const typeNames = Object.keys(q.types);
 
   async function get(id: string): Promise<JobInfo | null> {
     checkId(id);
@@ -23,7 +24,7 @@ export function createLookups(q: QueueSetup) {
       // A record a claim parked as corrupt (or a payload that is not JSON) is
       // shown as its raw text: a lookup and the dead-letter listing must still
       // answer, so an operator can see it and delete it.
-      const times = { dueAt: r.dueAt, leaseUntil: r.leaseUntil, diedAt: r.diedAt, lastError: r.lastError };
+      const times = { dueAt: r.dueAt, leaseUntil: r.leaseUntil, diedAt: r.diedAt, lastError: r.lastError, parked: r.parked };
       return { id, state, type: '', payload: r.record, attempts: 0, maxAttempts: 0, ...times };
     }
     return {
@@ -37,13 +38,14 @@ export function createLookups(q: QueueSetup) {
       leaseUntil: r.leaseUntil,
       diedAt: r.diedAt,
       lastError: r.lastError,
+      parked: r.parked,
     };
   }
 
   async function shardStats(): Promise<QueueStats[]> {
     return Promise.all(
       keys.map(async (k, shard) => {
-        const s = await runStats(redis, k);
+        const s = await runStats(redis, k, typeNames);
         const lag = s.dueNow > 0 && s.nextDueAt !== null ? Math.max(0, s.now - s.nextDueAt) : 0;
         const { now: _now, ...counts } = s;
         return { queue: name, shard, ...counts, oldestDueLagMs: lag };
@@ -65,6 +67,8 @@ export function createLookups(q: QueueSetup) {
       dead: sum((s) => s.dead),
       nextDueAt: heads.length ? Math.min(...heads) : null,
       oldestDueLagMs: Math.max(0, ...per.map((s) => s.oldestDueLagMs)),
+      parked: sum((s) => s.parked),
+      paused: [...new Set(per.flatMap((s) => s.paused))].sort(),
     };
     return { total, shards: per };
   }

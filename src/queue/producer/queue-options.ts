@@ -6,7 +6,7 @@ import { invalidOptions } from '../errors.js';
 import { QUEUE_NAME_PATTERN, type ShardKeys, shardKeys, shardOf } from '../keys.js';
 import type { RedisClient } from '../redis-client.js';
 import { JOB_TYPE_PATTERN } from '../record.js';
-import type { JobTypeOptions } from '../types.js';
+import type { Job, JobTypeOptions } from '../types.js';
 import { checkMaxAttempts } from './schedule-input.js';
 
 export type QueueOptions = {
@@ -71,6 +71,16 @@ export function resolveQueueOptions(redis: RedisClient, options: QueueOptions): 
 /** A job's attempt limit: its own, else its type's, else the default. */
 export function maxAttemptsOf(types: QueueOptions['types'], type: string, override: number | undefined): number {
   return override ?? types[type]?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+}
+
+/**
+ * The delivery endpoint of a job (its payload decoded), by its type's
+ * `limitKey`; a type without one is its own endpoint ("<queue>/<type>").
+ * Null: the job calls no endpoint (or its type's limitKey said so).
+ */
+export function endpointOf(queue: string, types: QueueOptions['types'], job: Job): string | null {
+  const limitKey = types[job.type]?.limitKey;
+  return limitKey ? limitKey(job) : `${queue}/${job.type}`;
 }
 
 /** A job type's retry spacing, else the default. */

@@ -27,6 +27,8 @@ export type InspectReply = {
   leaseUntil: number | null;
   diedAt: number | null;
   lastError: string | null;
+  /** Pending, but set aside while its type is paused (lua/lib/pause.lua). */
+  parked: boolean;
 };
 
 export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): Promise<InspectReply> {
@@ -38,6 +40,7 @@ export async function runInspect(redis: RedisClient, k: ShardKeys, id: string): 
     leaseUntil: num(r[2]),
     diedAt: num(r[3]),
     lastError: r[4] ?? null,
+    parked: Number(r[5] ?? 0) === 1,
   };
 }
 
@@ -58,10 +61,17 @@ export type StatsReply = {
   inFlight: number;
   dead: number;
   nextDueAt: number | null;
+  /** Pending jobs set aside while their type is paused (counted in pending, not in dueNow). */
+  parked: number;
+  /** '*' when the whole shard is paused, and the paused job types. */
+  paused: string[];
 };
 
-export async function runStats(redis: RedisClient, k: ShardKeys): Promise<StatsReply> {
-  const r = ((await call(redis, 'dqStats', k, [])) as number[]).map(Number);
+/** `types`: the queue's job types, whose parked jobs are counted. */
+export async function runStats(redis: RedisClient, k: ShardKeys, types: readonly string[]): Promise<StatsReply> {
+  const raw = (await call(redis, 'dqStats', k, types)) as (number | string)[];
+  const r = raw.slice(0, 7).map(Number);
+  const pausedText = String(raw[7] ?? '');
   return {
     now: r[0] ?? 0,
     pending: r[1] ?? 0,
@@ -69,5 +79,35 @@ export async function runStats(redis: RedisClient, k: ShardKeys): Promise<StatsR
     inFlight: r[3] ?? 0,
     dead: r[4] ?? 0,
     nextDueAt: (r[5] ?? -1) < 0 ? null : (r[5] ?? null),
+    parked: r[6] ?? 0,
+    paused: pausedText === '' ? [] : pausedText.split(','),
   };
+}
+
+/** `target`: '*' for the whole queue, or a job type the caller checked. */
+export async function runPause(redis: RedisClient, k: ShardKeys, target: string): Promise<{ pausedAt: number; created: boolean }> {
+  const r = (await call(redis, 'dqPause', k, [k.wake, target])) as number[];
+  return { pausedAt: Number(r[0]), created: Number(r[1]) === 1 };
+}
+
+/**
+ * Lifts the pause of `target` ('*' or a job type) when `unpause`, and moves
+ * up to `max` of its parked jobs back to due; later calls (`unpause` false)
+ * move the rest, and nothing while the target is paused again.
+ */
+export async function runResume(
+  redis: RedisClient,
+  k: ShardKeys,
+  target: string,
+  unpause: boolean,
+  max: number,
+): Promise<{ wasPaused: boolean; moved: number; left: number }> {
+  const r = (await call(redis, 'dqResume', k, [k.wake, target, unpause ? '1' : '0', max])) as number[];
+  return { wasPaused: Number(r[0]) === 1, moved: Number(r[1]), left: Number(r[2]) };
+}
+
+/** The shard's pause state as written: '*' or job type -> ms paused at. */
+export async function readPaused(redis: RedisClient, k: ShardKeys): Promise<Record<string, number>> {
+  const flat = await redis.hgetall(k.paused);
+  return Object.fromEntries(Object.entries(flat).map(([f, v]) => [f, Number(v)]));
 }

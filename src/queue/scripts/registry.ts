@@ -32,11 +32,20 @@ export const KEY_ORDER = [
   'dead',
   'errors',
   'seq',
+  'paused',
+  'parked',
   'groups',
+  'groupRules',
   'items',
   'itemsPrefix',
   'bucket',
   'window',
+  'queueBucket',
+  'typeBucket',
+  'endpointBucket',
+  'endpointSlow',
+  'bookings',
+  'slowed',
 ] as const;
 export type KeyName = (typeof KEY_ORDER)[number];
 export type ScriptKeys = Partial<Record<KeyName, string>>;
@@ -47,13 +56,13 @@ export type ScriptKeys = Partial<Record<KeyName, string>>;
 export const SCRIPTS = {
   dqSchedule: {
     file: 'queue/schedule.lua',
-    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'],
-    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'paused', 'parked'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index', 'pause'],
   },
   dqClaim: {
     file: 'queue/claim.lua',
-    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'seq'],
-    libs: ['time', 'record', 'chunk', 'records', 'due-index'],
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'seq', 'paused', 'parked'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index', 'pause'],
   },
   dqAck: { file: 'queue/ack.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups', 'errors'], libs: ['record', 'chunk', 'records'] },
   dqNack: {
@@ -69,8 +78,8 @@ export const SCRIPTS = {
   },
   dqCancel: {
     file: 'queue/cancel.lua',
-    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'],
-    libs: ['record', 'chunk', 'records', 'due-index'],
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'paused', 'parked'],
+    libs: ['record', 'chunk', 'records', 'due-index', 'pause'],
   },
   dqRedrive: {
     file: 'queue/redrive.lua',
@@ -79,19 +88,32 @@ export const SCRIPTS = {
   },
   dqDeleteDead: { file: 'queue/delete-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['chunk', 'records'] },
   dqTrimDead: { file: 'queue/trim-dead.lua', keys: ['jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['time', 'chunk', 'records'] },
-  dqInspect: { file: 'queue/inspect.lua', keys: ['inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors'], libs: ['record', 'chunk', 'records'] },
+  dqInspect: {
+    file: 'queue/inspect.lua',
+    keys: ['inflight', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'paused', 'parked'],
+    libs: ['record', 'chunk', 'records', 'due-index', 'pause'],
+  },
   dqUngroup: { file: 'queue/ungroup.lua', keys: ['jobs', 'records', 'recordGroups'], libs: ['chunk', 'records'] },
   dqStats: {
     file: 'queue/stats.lua',
-    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead'],
-    libs: ['time', 'chunk', 'records', 'due-index'],
+    keys: ['due', 'dueBuckets', 'inflight', 'jobs', 'records', 'recordGroups', 'dead', 'paused', 'parked'],
+    libs: ['time', 'record', 'chunk', 'records', 'due-index', 'pause'],
   },
-  bqAdd: { file: 'batcher/add.lua', keys: ['groups', 'items'], libs: ['time', 'group'] },
-  bqTakeDue: { file: 'batcher/take-due.lua', keys: ['groups', 'itemsPrefix'], libs: ['time', 'group'] },
-  bqRemove: { file: 'batcher/remove.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
-  bqRestore: { file: 'batcher/restore.lua', keys: ['groups', 'items'], libs: ['chunk', 'group'] },
+  dqPause: { file: 'queue/pause.lua', keys: ['paused'], libs: ['time'] },
+  dqResume: {
+    file: 'queue/resume.lua',
+    keys: ['due', 'dueBuckets', 'jobs', 'records', 'recordGroups', 'paused', 'parked'],
+    libs: ['record', 'chunk', 'records', 'due-index', 'pause'],
+  },
+  bqAdd: { file: 'batcher/add.lua', keys: ['groups', 'groupRules', 'items'], libs: ['time', 'group'] },
+  bqTakeDue: { file: 'batcher/take-due.lua', keys: ['groups', 'groupRules', 'itemsPrefix'], libs: ['time', 'group'] },
+  bqRemove: { file: 'batcher/remove.lua', keys: ['groups', 'groupRules', 'items'], libs: ['chunk', 'group'] },
+  bqRestore: { file: 'batcher/restore.lua', keys: ['groups', 'groupRules', 'items'], libs: ['chunk', 'group'] },
+  bqSetRule: { file: 'batcher/set-rule.lua', keys: ['groups', 'groupRules', 'items'], libs: ['group'] },
   rlGcra: { file: 'limits/gcra.lua', keys: ['bucket'], libs: [] },
   rlDistinct: { file: 'limits/distinct.lua', keys: ['window'], libs: [] },
+  qlAdmit: { file: 'limits/admit.lua', keys: ['queueBucket', 'typeBucket', 'endpointBucket', 'endpointSlow', 'bookings'], libs: [] },
+  qlSlowDown: { file: 'limits/slow-down.lua', keys: ['endpointSlow', 'slowed'], libs: [] },
 } as const satisfies Record<string, { file: string; keys: readonly KeyName[]; libs: readonly string[] }>;
 export type ScriptName = keyof typeof SCRIPTS;
 type RawReply = unknown;

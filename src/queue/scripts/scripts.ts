@@ -14,6 +14,10 @@ export type ClaimReply = {
   nextDue: number | null;
   nextLease: number | null;
   reclaimed: number;
+  /** Due jobs of paused types set aside by this claim (more due jobs may wait behind them). */
+  parked: number;
+  /** The whole queue is paused: nothing was claimed (nextDue is then null). */
+  paused: boolean;
   jobs: ClaimedRaw[];
 };
 
@@ -29,12 +33,22 @@ export async function runClaim(
   const args = [max, leaseMs, maxReclaim, deadline === null ? '' : Math.floor(deadline)];
   const r = (await call(redis, 'dqClaim', k, args)) as (string | number)[];
   const jobs: ClaimedRaw[] = [];
-  for (let i = 4; i < r.length; i += 3) {
+  for (let i = 5; i < r.length; i += 3) {
     jobs.push({ id: String(r[i]), dueAt: Number(r[i + 1]), record: String(r[i + 2]) });
   }
   const orNull = (v: unknown) => (Number(v) < 0 ? null : Number(v));
   const late = Number(r[3]) < 0;
-  return { now: Number(r[0]), late, nextDue: orNull(r[1]), nextLease: orNull(r[2]), reclaimed: late ? 0 : Number(r[3]), jobs };
+  const parked = Number(r[4]);
+  return {
+    now: Number(r[0]),
+    late,
+    nextDue: orNull(r[1]),
+    nextLease: orNull(r[2]),
+    reclaimed: late ? 0 : Number(r[3]),
+    parked: Math.max(0, parked),
+    paused: parked < 0,
+    jobs,
+  };
 }
 
 /** Returns the ids whose token no longer matched (nothing was changed for them). */

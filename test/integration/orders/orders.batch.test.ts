@@ -107,6 +107,8 @@ describe('batched expiries', () => {
       dispatch: async (ids) => void dispatched.push(...ids),
       log: createLogger('silent'),
       defaultTimeoutSeconds: 60,
+      maxWindowSeconds: 604_800,
+      reminderBeforeSeconds: undefined,
     });
     const handler = ordersJobHandlers(service, createLogger('silent'))[EXPIRE_JOB] as JobBatchHandler;
     const job = (id: string, payload: unknown): Job => ({

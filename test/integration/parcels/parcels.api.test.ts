@@ -137,8 +137,8 @@ describe('batching', () => {
       expect(r.batches.flatMap((x) => x.items.map((i) => i.item)).sort()).toEqual([...ts].sort());
       expect((await http.get('/areas/crash')).body.waiting).toBe(3); // PostgreSQL still has them waiting
       expect((await m.batcher.takeDue(0)).batches).toEqual([]); // and Redis no longer does
-      expect(await m.reconcile.run()).toEqual({ batches: 1, parcels: 3, regrouped: 0 });
-      expect(await m.reconcile.run()).toEqual({ batches: 0, parcels: 0, regrouped: 0 });
+      expect(await m.reconcile.run()).toEqual({ batches: 1, parcels: 3, regrouped: 0, rules: 0 });
+      expect(await m.reconcile.run()).toEqual({ batches: 0, parcels: 0, regrouped: 0, rules: 0 });
       const batches = (await http.get('/batches?area=crash')).body.batches;
       expect(batches).toHaveLength(1);
       expect(batches[0]).toMatchObject({ reason: 'TIMEOUT', vehiclePlate: 'CR-1' });

@@ -51,7 +51,7 @@ const parcels = () => svc.module('parcels') as Parcels;
 async function putArea(as: () => Agent, code: string, vehiclePlate: string, sorterContact: string): Promise<void> {
   const res = await as().put(`/areas/${code}`).send({ vehiclePlate, sorterContact });
   expect(res.status).toBe(200);
-  expect(res.body).toEqual({ code, vehiclePlate, sorterContact });
+  expect(res.body).toEqual({ code, vehiclePlate, sorterContact, batchSize: null, maxWaitSeconds: null });
 }
 
 /** Every batch of area `code`, of both clients, with its parcels' clients and its notices. */
@@ -199,7 +199,7 @@ describe('two clients with an area of one code', () => {
         ['R7', ['RO-1', 'RO-2']],
         [`${B}/R7`, ['RO-1', 'RO-2']],
       ]);
-      expect(await m.reconcile.run()).toEqual({ batches: 2, parcels: 4, regrouped: 0 });
+      expect(await m.reconcile.run()).toEqual({ batches: 2, parcels: 4, regrouped: 0, rules: 0 });
       const batches = await batchesOf('R7');
       expect(batches.map((x) => [x.client, x.reason, x.vehiclePlate, x.parcels.map((p) => `${p.client}:${p.trackingNo}`).sort()]).sort()).toEqual([
         [B, 'TIMEOUT', 'B-R7', [`${B}:RO-1`, `${B}:RO-2`]],

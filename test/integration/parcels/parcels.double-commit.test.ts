@@ -57,7 +57,7 @@ describe('a flush that meets a reconciliation pass', () => {
     expect(await parcel('DC-YOUNG')).toMatchObject({ status: 'WAITING', batchId: null });
     // Back in Redis with its arrival (within the hold of a not-yet-due leftover, 1 s at most).
     expect(await waitFor(async () => (await parcels.batcher.waiting('DC-1')).count === 1, 5_000, 50)).toBe(true);
-    expect(await parcels.batcher.waiting('DC-1')).toEqual({ count: 1, firstArrival: youngAt });
+    expect(await parcels.batcher.waiting('DC-1')).toMatchObject({ count: 1, firstArrival: youngAt });
 
     // At its own deadline it is a batch: TIMEOUT, never before it.
     await sleep(Math.max(0, youngAt + MAX_WAIT_MS - Date.now()) + 50);

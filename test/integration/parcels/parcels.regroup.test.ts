@@ -27,7 +27,7 @@ type Parcels = ServiceModule & {
     flushTimedOut(b: readonly DueBatch[]): Promise<void>;
     commit(b: readonly { client: string; areaCode: string; trackingNos: readonly string[] }[], reason: 'FULL' | 'TIMEOUT'): Promise<{ batchId: string }[]>;
   };
-  reconcile: { run(): Promise<{ batches: number; parcels: number; regrouped: number }> };
+  reconcile: { run(): Promise<{ batches: number; parcels: number; regrouped: number; rules: number }> };
   batcher: Batcher;
 };
 
@@ -74,10 +74,10 @@ describe('parcels whose grouping in Redis went wrong', () => {
     expect(rows.every((p) => p.status === 'BATCHED' && p.batchId === rows[0]!.batchId)).toBe(true);
     const batch = await tdb.db.batch.findUniqueOrThrow({ where: { id: rows[0]!.batchId! } });
     expect(batch.reason).toBe('FULL');
-    expect(await parcels().batcher.waiting('RG-1')).toEqual({ count: 0, firstArrival: null });
+    expect(await parcels().batcher.waiting('RG-1')).toEqual({ count: 0, firstArrival: null, deadline: null });
 
     // A second pass finds nothing to do.
-    expect(await parcels().reconcile.run()).toEqual({ batches: 0, parcels: 0, regrouped: 0 });
+    expect(await parcels().reconcile.run()).toEqual({ batches: 0, parcels: 0, regrouped: 0, rules: 0 });
   });
 
   it('commits the full batch an add took even when its answer came after the request gave up', async () => {
@@ -101,7 +101,7 @@ describe('parcels whose grouping in Redis went wrong', () => {
     expect(await waitFor(async () => (await parcel('RG2-C')).status === 'BATCHED', 10_000, 50)).toBe(true);
     const rows = await Promise.all(['RG2-A', 'RG2-B', 'RG2-C'].map(parcel));
     expect(new Set(rows.map((p) => p.batchId)).size).toBe(1);
-    expect(await parcels().batcher.waiting('RG-2')).toEqual({ count: 0, firstArrival: null });
+    expect(await parcels().batcher.waiting('RG-2')).toEqual({ count: 0, firstArrival: null, deadline: null });
   });
 
   it('holds what a timeout commit found not yet due, then puts it back with its arrival', async () => {
@@ -115,7 +115,7 @@ describe('parcels whose grouping in Redis went wrong', () => {
     expect((await parcels().batcher.waiting('RG-3')).count).toBe(0);
     // ...but within the hold (at most 1 s), with its own arrival.
     expect(await waitFor(async () => (await parcels().batcher.waiting('RG-3')).count === 1, 10_000, 50)).toBe(true);
-    expect(await parcels().batcher.waiting('RG-3')).toEqual({ count: 1, firstArrival: arrivedAt });
+    expect(await parcels().batcher.waiting('RG-3')).toMatchObject({ count: 1, firstArrival: arrivedAt });
     expect((await parcel('RG3-A')).status).toBe('WAITING');
   });
 

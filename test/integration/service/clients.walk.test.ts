@@ -192,6 +192,18 @@ const WALK: Record<string, Probe[]> = {
     { what: "A's unpaid order", call: (b, t) => b.post(`/orders/${t.order}/cancel`), expect: notFound('ORDER_NOT_FOUND') },
     { what: "A's cancelled order", call: (b, t) => b.post(`/orders/${t.cancelledOrder}/cancel`), expect: notFound('ORDER_NOT_FOUND') },
   ],
+  'PATCH /orders/{id}': [
+    {
+      what: "A's unpaid order, a later deadline",
+      call: (b, t) => b.patch(`/orders/${t.order}`).send({ extendBySeconds: 60 }),
+      expect: notFound('ORDER_NOT_FOUND'),
+    },
+    {
+      what: "A's cancelled order, a deadline",
+      call: (b, t) => b.patch(`/orders/${t.cancelledOrder}`).send({ expiresAt: new Date(Date.now() + HOUR_MS).toISOString() }),
+      expect: notFound('ORDER_NOT_FOUND'),
+    },
+  ],
   'PATCH /appointments/{id}': [
     {
       what: "A's booked appointment, a new slot",
@@ -272,13 +284,28 @@ const WALK: Record<string, Probe[]> = {
     },
     { what: "A's tracking number into B's own area", call: (b, t) => b.post('/parcels').send({ trackingNo: t.parcel, area: B_OWN }), expect: ownParcel },
   ],
+  // Before B puts an area of A's code of its own (the next probe), which it may then flush.
+  'POST /areas/{code}/flush': [{ what: "A's area", call: (b, t) => b.post(`/areas/${t.area}/flush`), expect: notFound('AREA_NOT_FOUND') }],
   'PUT /areas/{code}': [
     {
       what: "A's area code, for B's own area",
       call: (b, t) => b.put(`/areas/${t.area}`).send(B_AREA),
       expect: (res, t, name) => {
-        expect.soft({ status: res.status, body: res.body }, name).toEqual({ status: 200, body: { code: t.area, ...B_AREA } });
+        expect
+          .soft({ status: res.status, body: res.body }, name)
+          .toEqual({ status: 200, body: { code: t.area, ...B_AREA, batchSize: null, maxWaitSeconds: null } });
       },
+    },
+  ],
+  'POST /parcels/{trackingNo}/withdraw': [
+    // A's batched one: B has a parcel of A's waiting one's number of its own (a probe above made it).
+    { what: "A's batched parcel", call: (b, t) => b.post(`/parcels/${enc(t.batchedParcel)}/withdraw`), expect: notFound('PARCEL_NOT_FOUND') },
+  ],
+  'POST /parcels/{trackingNo}/move': [
+    {
+      what: "A's batched parcel, into B's own area",
+      call: (b, t) => b.post(`/parcels/${enc(t.batchedParcel)}/move`).send({ area: B_OWN }),
+      expect: notFound('PARCEL_NOT_FOUND'),
     },
   ],
 };
@@ -441,7 +468,7 @@ describe('two clients, every key route', () => {
   it("B's own area B7 and A's tracking numbers batch apart from A's", async () => {
     const A = as(keyA);
     const B = as(keyB);
-    expect((await B.put('/areas/B7').send(B_AREA)).body).toEqual({ code: 'B7', ...B_AREA });
+    expect((await B.put('/areas/B7').send(B_AREA)).body).toEqual({ code: 'B7', ...B_AREA, batchSize: null, maxWaitSeconds: null });
     expect((await B.get('/areas/B7')).body).toMatchObject({ ...B_AREA, waiting: 0 });
     expect((await A.get('/areas/B7')).body).toMatchObject({ ...A_AREA, waiting: 1 });
 

@@ -2,16 +2,19 @@
 // two clients, by a customer's cancel and by a reminder due at once, an
 // operator's redrives (one, and two of one job at once), a second delivery of
 // a row while its call runs, a notification whose receiver's body comes
-// slowly after a fast success, and the other client listing a subject's
-// notifications.
+// slowly after a fast success, the other client listing a subject's
+// notifications, and an operator pausing and resuming the queue (all of it,
+// or only its delivery type).
 import type { Reply } from '../../chaos/drivers/http.js';
-import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
-import { OnPick, type Real, Step, admin, fail } from '../runner.js';
-import { MODEL_CLIENTS, type ModelClient } from '../world.js';
+import { DELIVER_JOB, deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
+import { OnPick, type Real, Step, admin, dbRead, fail } from '../runner.js';
+import { MODEL_ADMIN_TOKEN, MODEL_CLIENTS, type ModelClient } from '../world.js';
 
 /** A business event and its subject (an order, an appointment), made by `client`. */
 export type Event = { kind: 'order' | 'reminder'; subject: string; client: ModelClient };
-export type Model = { events: Event[]; redrives: { id: string; at: number }[] };
+/** A pause of the queue (`whole`) or of its delivery type: from its answer to the start of its resume (null: still paused). */
+export type Pause = { whole: boolean; from: number; to: number | null };
+export type Model = { events: Event[]; redrives: { id: string; at: number }[]; pauses: Pause[] };
 
 /** An order cancelled by its customer: one ORDER_CANCELLED notification. */
 export class CancelOrder extends Step<Model> {
@@ -118,7 +121,7 @@ export class RunNowDuringCall extends Step<Model> {
     const orderId = m.events.at(-1)!.subject;
     const end = Date.now() + LOOK_MS;
     for (;;) {
-      const n = await r.world.db.notification.findFirst({ where: { orderId }, select: { id: true, status: true } });
+      const n = await dbRead(() => r.world.db.notification.findFirst({ where: { orderId }, select: { id: true, status: true } }));
       if (n?.status === 'SENDING') {
         const res = await admin(r, 'POST', `notifications/jobs/${encodeURIComponent(deliverJobId(n.id))}/run-now`);
         // 404: the call ended and its job with it.
@@ -182,5 +185,101 @@ export class ForeignList extends OnPick<Model, Event> {
   }
   toString() {
     return `ForeignList(${this.pick})`;
+  }
+}
+
+/** How long an operator keeps asking when the admin API answers a fault (a 503 while Redis restarts). */
+const OPERATOR_RETRY_MS = 15_000;
+
+/** An operator's pause or resume, asked again until it is answered 200 (idempotent, as the API says). */
+async function control(r: Real, action: 'pause' | 'resume', whole: boolean): Promise<Reply> {
+  const body = whole ? { by: 'model', reason: r.tag } : { type: DELIVER_JOB, by: 'model', reason: r.tag };
+  const end = Date.now() + OPERATOR_RETRY_MS;
+  for (;;) {
+    const res = await r.world.http.send('POST', `/admin/queues/notifications/${action}`, body, { authorization: `Bearer ${MODEL_ADMIN_TOKEN}` });
+    if (res.status === 200 || Date.now() > end) return res;
+    await new Promise((done) => setTimeout(done, 250));
+  }
+}
+
+/** The open pause of the model, if any. */
+export const openPause = (m: Readonly<Model>): Pause | undefined => m.pauses.find((p) => p.to === null);
+
+/**
+ * How long after a pause's answer a delivery may still reach the receiver:
+ * one whose handler was already running, or whose claim was on its way (a
+ * claimed job not started is handed back at the pause's announcement).
+ */
+export const PAUSE_GRACE_MS = 1_000;
+
+/** An operator pauses the notifications queue, or only its delivery jobs: from the answer on, no delivery starts. */
+export class PauseQueue extends Step<Model> {
+  constructor(readonly whole: boolean) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return openPause(m) === undefined;
+  }
+  async act(m: Model, r: Real) {
+    const res = await control(r, 'pause', this.whole);
+    if (res.status !== 200) fail('pause', res);
+    const held = this.whole ? res.body.paused === true : (res.body.pausedTypes as string[]).includes(DELIVER_JOB);
+    if (!held) fail('pause (state after it)', res);
+    m.pauses.push({ whole: this.whole, from: Date.now(), to: null });
+  }
+  toString() {
+    return `PauseQueue(${this.whole ? 'queue' : 'deliveries'})`;
+  }
+}
+
+/** The operator resumes what was paused: the backlog is delivered (the settle check sees every row end). */
+export class ResumeQueue extends Step<Model> {
+  override check(m: Readonly<Model>) {
+    return openPause(m) !== undefined;
+  }
+  async act(m: Model, r: Real) {
+    await resumeOpenPause(m, r);
+  }
+  toString() {
+    return 'ResumeQueue';
+  }
+}
+
+/** Resumes the model's open pause (a step, and the end of every run). */
+export async function resumeOpenPause(m: Model, r: Real): Promise<void> {
+  const open = openPause(m);
+  if (!open) return;
+  open.to = Date.now();
+  const res = await control(r, 'resume', open.whole);
+  if (res.status !== 200) fail('resume', res);
+  const held = open.whole ? res.body.paused === true : (res.body.pausedTypes as string[]).includes(DELIVER_JOB);
+  if (held) fail('resume (state after it)', res);
+}
+
+/**
+ * Aimed at the pause's rule: a pause, then (past the grace) new notifications
+ * while paused, a wait in which none may be delivered, and the resume, after
+ * which they must all be (the settle check).
+ */
+export class PausedBurst extends Step<Model> {
+  constructor(
+    readonly whole: boolean,
+    readonly as: ModelClient,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return openPause(m) === undefined;
+  }
+  async act(m: Model, r: Real) {
+    await new PauseQueue(this.whole).act(m, r);
+    await new Promise((done) => setTimeout(done, PAUSE_GRACE_MS + 200));
+    await new CancelOrder(this.as).act(m, r);
+    await new RemindNow(this.as).act(m, r);
+    await new Promise((done) => setTimeout(done, 1_000));
+    await resumeOpenPause(m, r);
+  }
+  toString() {
+    return `PausedBurst(${this.whole ? 'queue' : 'deliveries'}, ${this.as})`;
   }
 }

@@ -6,6 +6,7 @@ import { ORDERS_QUEUE } from '../../../src/modules/orders/orders.module.js';
 import { type Real, admin } from '../runner.js';
 import { OnOrder } from './create.steps.js';
 import { type Model, type Order, fail } from './model.js';
+import { sendMove } from './deadline.steps.js';
 import { applyPay } from './pay-cancel.steps.js';
 
 const job = (id: string) => `${ORDERS_QUEUE}/jobs/${encodeURIComponent(expireJobId(id))}`;
@@ -38,14 +39,16 @@ const PAY_LATE_MS = { min: 200, max: 700 };
 
 /**
  * Cancels an order's expiry job: the order still expires, by the
- * reconciliation pass. With `payLateMs`, the customer then pays that long
- * after the deadline, while the order is still UNPAID (its job gone, the pass
- * not yet come): only the pay's own deadline guard can refuse it.
+ * reconciliation pass. With `payLateMs`, the customer then pays (or moves its
+ * deadline later: `then`) that long after the deadline, while the order is
+ * still UNPAID (its job gone, the pass not yet come): only the pay's (the
+ * move's) own deadline guard can refuse it.
  */
 export class CancelExpiryJob extends OnOrder {
   constructor(
     pick: number,
     readonly payLateMs: number | null = null,
+    readonly then: 'pay' | 'move' = 'pay',
   ) {
     super(pick);
   }
@@ -62,9 +65,10 @@ export class CancelExpiryJob extends OnOrder {
     if (this.payLateMs === null || res.status !== 200 || o.paid || o.cancelled || o.purged) return;
     const late = Math.min(Math.max(this.payLateMs, PAY_LATE_MS.min), PAY_LATE_MS.max);
     await new Promise((done) => setTimeout(done, Math.max(0, o.expiresAt + late - Date.now())));
-    applyPay(o, await r.world.httpAs(o.client).send('POST', `/orders/${o.id}/pay`, { paymentRef: 'late' }));
+    if (this.then === 'move') await sendMove(o, r, { extendBySeconds: 1 });
+    else applyPay(o, await r.world.httpAs(o.client).send('POST', `/orders/${o.id}/pay`, { paymentRef: 'late' }));
   }
   toString() {
-    return `CancelExpiryJob(${this.pick}${this.payLateMs === null ? '' : `, pay ${this.payLateMs} ms after the deadline`})`;
+    return `CancelExpiryJob(${this.pick}${this.payLateMs === null ? '' : `, ${this.then} ${this.payLateMs} ms after the deadline`})`;
   }
 }

@@ -8,13 +8,30 @@ import { type Model, type Order, fail } from './model.js';
 
 /** A new order of `client`, as the model first knows it. */
 export function newOrder(client: ModelClient, id: string, key: string, body: Record<string, unknown>, expiresAt: number): Order {
-  return { id, client, key, body, expiresAt, paid: false, cancelled: false, tried: { pay: false, cancel: false }, foreign: { pay: 0, cancel: 0 } };
+  const lead =
+    typeof body.paymentReminderBeforeSeconds === 'number' && body.paymentReminderBeforeSeconds > 0 ? body.paymentReminderBeforeSeconds * 1_000 : null;
+  return {
+    id,
+    client,
+    key,
+    body,
+    expiresAt,
+    createdAt: expiresAt - Number(body.paymentTimeoutSeconds) * 1_000,
+    deadlines: [expiresAt],
+    leadMs: lead,
+    paid: false,
+    cancelled: false,
+    tried: { pay: false, cancel: false },
+    foreign: { pay: 0, cancel: 0 },
+  };
 }
 
-export const orderBody = (m: Model, r: Real, timeoutSeconds: 1 | 2) => ({
+/** A create's body: a 1 s window without a payment reminder, a 2 s (or longer) one reminded a second before its deadline. */
+export const orderBody = (m: Model, r: Real, timeoutSeconds: number) => ({
   customerId: r.tag,
   items: [{ sku: 'SKU', quantity: 1 + m.orders.length, unitPriceCents: 100 }],
   paymentTimeoutSeconds: timeoutSeconds,
+  ...(timeoutSeconds > 1 && { paymentReminderBeforeSeconds: 1 }),
 });
 
 /** Creates an order as `client` under `key`: a new one, with the window asked for; returns it, in the model. */

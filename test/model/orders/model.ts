@@ -11,7 +11,18 @@ export { EPS_MS, SETTLE_MS, fail };
 /** An order's row and notices as read just before a retention pass deleted it. */
 export type Seen = {
   row: { id: string; client: string; status: string; paidAt: Date | null; cancelledAt: Date | null; cancelReason: string | null };
-  notes: { id: string; client: string; orderId: string | null; status: string; attempts: number; redriveRequested: boolean }[];
+  notes: {
+    id: string;
+    kind: string;
+    client: string;
+    orderId: string | null;
+    status: string;
+    attempts: number;
+    redriveRequested: boolean;
+    dedupeKey: string;
+    createdAt: Date;
+    sendingAt: Date | null;
+  }[];
 };
 export type Order = {
   id: string;
@@ -19,7 +30,15 @@ export type Order = {
   client: ModelClient;
   key: string;
   body: Record<string, unknown>;
+  /** Its current deadline: the latest a move or an extension answered, else the create's. */
   expiresAt: number;
+  createdAt: number;
+  /** Every deadline it has had, the create's first: a reminder may be written for each, once. */
+  deadlines: number[];
+  /** When its client first heard a 200 for its pay or cancel (the test host's clock): committed by then. */
+  settledAnsweredAt?: number;
+  /** Its payment reminder's lead (ms), asked on create; null: none. */
+  leadMs: number | null;
   paid: boolean;
   cancelled: boolean;
   /** Whether its own client sent a pay, a cancel (whatever the answer). */

@@ -14,6 +14,7 @@ export function applyPay(o: Order, res: Reply): void {
     if (o.cancelled) fail(`pay ${o.id} after a cancel was answered 200`, res);
     // Paying a paid order again is answered like the first time, whenever it comes.
     if (!o.paid && res.firstSentAt > o.expiresAt + EPS_MS) fail(`pay ${o.id} sent ${res.firstSentAt - o.expiresAt} ms after its deadline`, res);
+    o.settledAnsweredAt ??= res.receivedAt;
     o.paid = true;
     return;
   }
@@ -29,12 +30,13 @@ export function applyPay(o: Order, res: Reply): void {
   fail(`pay ${o.id}`, res);
 }
 
-function applyCancel(o: Order, res: Reply): void {
+export function applyCancel(o: Order, res: Reply): void {
   o.tried.cancel = true;
   if (gone(o, 'cancel', res)) return;
   if (res.status === 200) {
     if (res.body.status !== 'CANCELLED') fail(`cancel ${o.id}`, res);
     if (o.paid) fail(`cancel ${o.id} after a 200 pay`, res);
+    o.settledAnsweredAt ??= res.receivedAt;
     o.cancelled = true;
     return;
   }

@@ -1,10 +1,12 @@
 // The orders model suite's end of a run: waits for the run's orders and
 // notices to settle, reads them once and holds them to the rules, the rule
-// that no effect crosses clients first.
+// that no effect crosses clients first (the payment reminders' rules in
+// reminder-checks.ts).
 import { type Real, problems, repeatExplained, settled } from '../runner.js';
 import { type FaultSpan, MODEL_CLIENTS } from '../world.js';
 import { rightClocks } from './clock.step.js';
 import { type Model, type Order, SETTLE_MS, type Seen } from './model.js';
+import { REMINDER_KIND, reminderProblems } from './reminder-checks.js';
 
 /**
  * How late past its deadline a timeout may cancel an order: done by its own
@@ -29,7 +31,7 @@ const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 
  */
 function onTime(o: Order, cancelledAt: number, r: Real): { lateMs: number; ok: boolean } | null {
   if (o.expiry?.jobCancelled) return null;
-  const from = o.expiry?.ranEarlyAt ?? o.expiresAt - Number(o.body.paymentTimeoutSeconds) * 1_000;
+  const from = o.expiry?.ranEarlyAt ?? o.createdAt;
   const until = o.expiresAt + ON_TIME_MS;
   const near = r.run.faultSpans.some((f) => {
     const tail = faultTailMs(f);
@@ -64,7 +66,8 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
   const db = r.world.db;
   const calm = await settled(async () => {
     const open = await db.order.count({ where: { id: { in: ids }, status: 'UNPAID' } });
-    const unsent = await db.notification.count({ where: { orderId: { in: ids }, status: { not: 'SENT' } } });
+    // A withdrawn reminder ends CANCELLED; a cancellation notice only SENT (checked below).
+    const unsent = await db.notification.count({ where: { orderId: { in: ids }, status: { notIn: ['SENT', 'CANCELLED'] } } });
     return open + unsent === 0;
   }, SETTLE_MS);
   const rows = await db.order.findMany({ where: { id: { in: ids } } });
@@ -86,28 +89,41 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     clockSteps: m.clockSteps,
     onTimeJudged: 0,
     onTimeJudgedAfterEarlyRun: 0,
+    moved: m.orders.filter((o) => o.deadlines.length > 1).length,
+    reminded: 0,
+    remindersJudged: 0,
   };
   for (const o of m.orders) {
     if (o.purged) {
       counts.purged++;
       // Whatever was seen of it: the receiver took its one notice, or none for a paid order.
-      const taken = r.world.webhook.delivered.filter((c) => (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
+      const taken = r.world.webhook.delivered.filter(
+        (c) => c.body.kind === 'ORDER_CANCELLED' && (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id,
+      );
       const notices = new Set(taken.map((c) => c.body.id));
       if (o.paid ? notices.size !== 0 : notices.size !== 1) p.add(`order ${o.id}: deleted by retention, ${notices.size} notices taken by the receiver`);
       if (o.purged === 'unknown') continue;
     }
     const seen = o.purged as Seen | undefined; // not 'unknown': that went on above
     const row = seen ? seen.row : rows.find((x) => x.id === o.id);
-    const mine = seen ? seen.notes : notes.filter((n) => n.orderId === o.id);
+    const all = seen ? seen.notes : notes.filter((n) => n.orderId === o.id);
+    const mine = all.filter((n) => n.kind !== REMINDER_KIND);
     if (!row) {
       p.add(`order ${o.id} is gone`);
       continue;
     }
-    const crossing = crossed(o, row, mine);
+    const crossing = crossed(o, row, all);
     if (crossing.length) {
       crossing.forEach(p.add);
       continue;
     }
+    reminderProblems(
+      o,
+      row,
+      all.filter((n) => n.kind === REMINDER_KIND),
+      r,
+      counts,
+    ).forEach(p.add);
     if (o.paid) {
       counts.paid++;
       if (row.status !== 'PAID') p.add(`order ${o.id}: pay answered 200, now ${row.status}`);

@@ -6,20 +6,19 @@
 import { type Real, type problems, repeatExplained } from '../runner.js';
 import type { FaultSpan, World } from '../world.js';
 import {
-  type Area,
   EPS_MS,
   FLUSH_SLACK_MS,
   LINGER_MS,
+  LONGEST_WAIT_MS,
   MAX_WAIT_MS,
   type Model,
   type Parcel,
-  SIZE,
   type SeenBatch,
-  type Version,
   WAIT_SLACK_MS,
   areaOf,
   keyOf,
   parcelOf,
+  versionsAt,
   within,
 } from './model.js';
 
@@ -36,18 +35,7 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(canon(a)) === JSON.stringify(canon(b));
 }
 
-/**
- * The area's versions (vehicle and sorter contact together) that may have been
- * current at database time `t`: made no later than `t`, and not yet replaced
- * (the next one's request may still have been under way), or one whose
- * request was retried (an attempt given up on may have written it late).
- */
-export function versionsAt(area: Area, t: number): Version[] {
-  return area.versions.filter((v, k) => {
-    const next = area.versions[k + 1];
-    return v.from <= t + EPS_MS && (!next || next.to >= t - EPS_MS || v.to === Number.POSITIVE_INFINITY);
-  });
-}
+export { versionsAt };
 
 export type Db = World['db'];
 type BatchRow = Awaited<ReturnType<Db['batch']['findMany']>>[number];
@@ -100,7 +88,15 @@ export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, B
       p.add(`${what} is gone`);
       continue;
     }
+    // A move asked without a clear answer may or may not have happened.
+    if (x.movedTo && row.areaCode === x.movedTo) x.area = x.movedTo;
     if (row.areaCode !== x.area || row.createdAt.getTime() !== x.createdAt) p.add(`${what}: now of ${row.areaCode} since ${row.createdAt.toISOString()}`);
+    if (x.withdrawn === 'yes' || (x.withdrawn === 'maybe' && row.status === 'WITHDRAWN')) {
+      // A withdrawn parcel ends in no batch (and was never seen in one).
+      if (row.status !== 'WITHDRAWN' || row.batchId !== null || x.batchId) p.add(`${what}: withdrawn, yet ${row.status} in batch ${row.batchId ?? x.batchId}`);
+      continue;
+    }
+    if (row.status === 'WITHDRAWN') p.add(`${what}: WITHDRAWN, never asked to be`);
     const batch = row.batchId ? batches.get(row.batchId) : undefined;
     if (row.status !== 'BATCHED' || !batch || !row.batchedAt) {
       p.add(`${what}: ${row.status} in batch ${row.batchId} (${batch ? 'of this run' : 'unknown'})`);
@@ -113,7 +109,7 @@ export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, B
     if (x.fullIn && (batch.reason !== 'FULL' || !within(batch.createdAt.getTime(), x.fullIn)))
       p.add(`${what}: its intake answered it BATCHED, its batch ${batch.id} is ${batch.reason} made at ${batch.createdAt.toISOString()}`);
     const waited = row.batchedAt.getTime() - x.createdAt;
-    if (faultless && waited > MAX_WAIT_MS + WAIT_SLACK_MS) p.add(`${what}: waited ${waited} ms without any fault in the run`);
+    if (faultless && waited > LONGEST_WAIT_MS + WAIT_SLACK_MS) p.add(`${what}: waited ${waited} ms without any fault in the run`);
   }
 }
 
@@ -130,6 +126,9 @@ export function checkParcels(m: Model, rows: ParcelRow[], batches: Map<string, B
 export function checkStrays(m: Model, rows: ParcelRow[], batches: Map<string, BatchRow>, spans: FaultSpan[], p: Problems, counts: Counts): void {
   for (const s of m.aimed) {
     const x = parcelOf(m, s.client, s.trackingNo) as Parcel;
+    // Aimed at the default wait: a parcel moved, withdrawn, or of an area that had its own wait is judged by other rules.
+    const home = areaOf(m, x.client, x.area);
+    if (x.moved || x.withdrawn || !home || home.versions.some((v) => v.waitMs !== MAX_WAIT_MS)) continue;
     const deadline = x.createdAt + MAX_WAIT_MS;
     const due = deadline + FLUSH_SLACK_MS;
     if (spans.some((f) => f.from <= due && f.to >= deadline - LINGER_MS)) continue;
@@ -162,17 +161,28 @@ export function checkBatch(m: Model, b: BatchRow, members: ParcelRow[], notes: N
   const at = b.createdAt.getTime();
   const strangers = members.filter((x) => x.client !== b.client || x.areaCode !== b.areaCode);
   if (strangers.length) p.add(`${what} of ${b.areaCode}: holds ${strangers.map((x) => `${keyOf(x)} of ${x.areaCode}`).join(', ')}`);
-  if (members.length !== b.parcelCount || members.length < 1 || members.length > SIZE) p.add(`${what}: counts ${b.parcelCount}`);
+  // The area's rule when the batch was made (one of the versions that may have been current).
+  const rules = versionsAt(area, at);
+  const sizes = rules.map((v) => v.size);
+  const waits = rules.map((v) => v.waitMs);
+  if (members.length !== b.parcelCount || members.length < 1 || members.length > Math.max(...sizes))
+    p.add(`${what}: counts ${b.parcelCount}, its area's size was ${sizes.join(' or ')}`);
   if (b.reason === 'FULL') {
-    if (members.length !== SIZE) p.add(`${what}: FULL below the batch size ${SIZE}`);
+    if (!sizes.includes(members.length)) p.add(`${what}: FULL not at its area's batch size ${sizes.join(' or ')}`);
     // After a fault the reconciliation pass (parcels Redis lost, put back) and
     // a late add answer (committed after its intake answered) make FULL batches too.
     if (prompt && !area.groupings.some((w) => within(at, w))) p.add(`${what}: FULL, made outside every intake of ${area.code} without any fault`);
+  } else if (b.reason === 'MANUAL') {
+    if (!(area.flushes ?? []).some((w) => within(at, w))) p.add(`${what}: MANUAL, made outside every flush of ${area.code}`);
   } else if (members.length > 0) {
     const first = Math.min(...members.map((x) => x.createdAt.getTime()));
-    if (at < first + MAX_WAIT_MS - EPS_MS) p.add(`${what}: TIMEOUT ${first + MAX_WAIT_MS - at} ms before its first parcel's deadline`);
-    if (prompt && at > first + MAX_WAIT_MS + FLUSH_SLACK_MS)
-      p.add(`${what}: TIMEOUT ${at - first - MAX_WAIT_MS} ms after its deadline, no fault: the flusher missed it`);
+    const soonest = Math.min(...waits);
+    const latest = Math.max(...waits);
+    if (at < first + soonest - EPS_MS) p.add(`${what}: TIMEOUT ${first + soonest - at} ms before its first parcel's deadline`);
+    // A parcel moved in late is due from when it came (its arrival kept): not held to the flusher's promptness.
+    const movedIn = members.some((x) => parcelOf(m, x.client, x.trackingNo)?.moved);
+    if (prompt && !movedIn && at > first + latest + FLUSH_SLACK_MS)
+      p.add(`${what}: TIMEOUT ${at - first - latest} ms after its deadline, no fault: the flusher missed it`);
   }
   const seen = m.seen.get(b.id);
   const now: SeenBatch = {

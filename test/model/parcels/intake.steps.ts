@@ -4,19 +4,44 @@
 import type { Reply } from '../../chaos/drivers/http.js';
 import { OnPick, type Real, Step } from '../runner.js';
 import type { ModelClient } from '../world.js';
-import { type Area, type Model, type Parcel, areaOf, codeOf, fail, observeParcel, parcelsOf, trackingOf, windowOf, within } from './model.js';
+import {
+  type Area,
+  MAX_WAIT_MS,
+  type Model,
+  type Parcel,
+  SIZE,
+  areaOf,
+  codeOf,
+  fail,
+  observeParcel,
+  parcelsOf,
+  trackingOf,
+  windowOf,
+  within,
+} from './model.js';
 
-/** PUTs `client`'s area of `index` (a new one, or a new version of it); returns it, in the model. */
-export async function putArea(m: Model, r: Real, client: ModelClient, index: number, plate: string): Promise<Area> {
+/** An area's own rule as PUT sends it; absent: the defaults. */
+export type Rule = { batchSize: number | null; maxWaitSeconds: number | null };
+
+/**
+ * PUTs `client`'s area of `index` (a new one, or a new version of it) with
+ * `rule` (none: the defaults); returns it, in the model. The PUT's window
+ * counts as a grouping of the area: a rule change batches what it makes full.
+ */
+export async function putArea(m: Model, r: Real, client: ModelClient, index: number, plate: string, rule?: Rule): Promise<Area> {
   const known = m.areas.find((a) => a.client === client && a.index === index);
   const code = codeOf(r, index);
   const contact = `sorter${++m.versions}@${r.tag}.example`;
-  const res = await r.world.httpAs(client).send('PUT', `/areas/${code}`, { vehiclePlate: plate, sorterContact: contact });
-  if (res.status !== 200 || res.body.code !== code || res.body.vehiclePlate !== plate || res.body.sorterContact !== contact)
-    fail(`put area ${code} as ${client}`, res);
+  const res = await r.world.httpAs(client).send('PUT', `/areas/${code}`, { vehiclePlate: plate, sorterContact: contact, ...rule });
+  const b = res.body;
+  if (res.status !== 200 || b.code !== code || b.vehiclePlate !== plate || b.sorterContact !== contact) fail(`put area ${code} as ${client}`, res);
+  if (b.batchSize !== (rule?.batchSize ?? null) || b.maxWaitSeconds !== (rule?.maxWaitSeconds ?? null)) fail(`put area ${code} as ${client}: its rule`, res);
   const area = known ?? { client, index, code, versions: [], groupings: [] };
   if (!known) m.areas.push(area);
-  area.versions.push({ plate, contact, ...windowOf(res) });
+  const size = rule?.batchSize ?? SIZE;
+  const waitMs = rule?.maxWaitSeconds != null ? rule.maxWaitSeconds * 1_000 : MAX_WAIT_MS;
+  area.versions.push({ plate, contact, size, waitMs, ...windowOf(res) });
+  area.groupings.push(windowOf(res));
   return area;
 }
 

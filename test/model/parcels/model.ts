@@ -35,10 +35,30 @@ export const AREAS = 4;
 
 /** When a request's effect may happen: between its send and its answer; an attempt given up on may act later still. */
 type Window = { from: number; to: number };
-export type Version = Window & { plate: string; contact: string };
+/** A PUT of an area: its vehicle, sorter contact and rule (the service's defaults when the PUT gave none). */
+export type Version = Window & { plate: string; contact: string; size: number; waitMs: number };
+/** The rules an area may get (SetAreaRule): sizes and waits around the defaults; null: the default. */
+export const RULE_SIZES = [1, 2, 3, null] as const;
+export const RULE_WAITS_S = [1, 2, 3, null] as const;
+/** The longest wait any area of the suite has. */
+export const LONGEST_WAIT_MS = Math.max(MAX_WAIT_MS, 3_000);
 /** An area of one client: `code` (of its index) is the same for both clients' areas of one index. */
-export type Area = { client: ModelClient; index: number; code: string; versions: Version[]; groupings: Window[] };
-export type Parcel = { client: ModelClient; trackingNo: string; area: string; createdAt: number; batchId: string | null; fullIn: Window | null };
+/** `groupings`: requests that may batch the area FULL (intakes, rule changes, moves in, flushes' put-backs); `flushes`: its flushes. */
+export type Area = { client: ModelClient; index: number; code: string; versions: Version[]; groupings: Window[]; flushes?: Window[] };
+export type Parcel = {
+  client: ModelClient;
+  trackingNo: string;
+  area: string;
+  createdAt: number;
+  batchId: string | null;
+  fullIn: Window | null;
+  /** Withdrawn: answered so ('yes'), or asked without a clear answer ('maybe': it may or may not be). */
+  withdrawn?: 'yes' | 'maybe';
+  /** Asked to move (to `movedTo`) without a clear answer: its area is either. */
+  movedTo?: string;
+  /** Moved at least once: its batch may be judged by another area's wait than where it arrived. */
+  moved?: boolean;
+};
 /** A stray entry of a parcel its area's wait counted from, planted into another area's group. */
 type Stray = { client: ModelClient; trackingNo: string; into: string };
 export type SeenBatch = { area: string; vehiclePlate: string; reason: string; parcels: string[]; createdAt: string };
@@ -59,6 +79,8 @@ export type Model = {
   twins: string[];
   /** The other client's requests, by what they were answered. */
   foreign: { unknown: number; own: number; refused: number; put: number };
+  /** Area rule changes, flushes, withdraws and moves, by what they were answered (status). */
+  changes: Record<string, number>;
 };
 
 export const newModel = (): Model => ({
@@ -72,6 +94,7 @@ export const newModel = (): Model => ({
   aimed: [],
   twins: [],
   foreign: { unknown: 0, own: 0, refused: 0, put: 0 },
+  changes: {},
 });
 
 /** The client that is not `c`. */
@@ -95,25 +118,51 @@ export const windowOf = (res: Reply): Window => ({ from: res.firstSentAt, to: re
 export const within = (t: number, w: Window) => t >= w.from - EPS_MS && t <= w.to + EPS_MS;
 
 /** Notes batch `id` as answered to `client`: a batch is one client's. */
-function noteBatch(m: Model, id: string, client: ModelClient, what: string, res: Reply): void {
+export function noteBatch(m: Model, id: string, client: ModelClient, what: string, res: Reply): void {
   const known = m.batchIds.get(id);
   if (known && known !== client) fail(`${what}: batch ${id} of ${known} answered to ${client}`, res);
   m.batchIds.set(id, client);
+}
+
+/** Counts a change's answer in the model (`what` and its status). */
+export const noteChange = (m: Model, what: string, res: Reply) => void (m.changes[`${what} ${res.status}`] = (m.changes[`${what} ${res.status}`] ?? 0) + 1);
+
+/**
+ * The area's versions (vehicle, sorter contact and rule together) that may
+ * have been current at database time `t`: made no later than `t`, and not
+ * yet replaced (the next one's request may still have been under way), or
+ * one whose request was retried (an attempt given up on may have written it late).
+ */
+export function versionsAt(area: Area, t: number): Version[] {
+  return area.versions.filter((v, k) => {
+    const next = area.versions[k + 1];
+    return v.from <= t + EPS_MS && (!next || next.to >= t - EPS_MS || v.to === Number.POSITIVE_INFINITY);
+  });
 }
 
 /** Checks a parcel answer (to its client) against the model and learns its batch. `batchedAt`: the answer carries the row's batchedAt. */
 export function observeParcel(m: Model, p: Parcel, res: Reply, what: string, batchedAt: boolean): void {
   const b = res.body;
   what = `${what} (as ${p.client})`;
-  if (b.trackingNo !== p.trackingNo || b.area !== p.area) fail(`${what} ${p.trackingNo} of ${p.area}`, res);
+  if (b.trackingNo !== p.trackingNo || (b.area !== p.area && b.area !== p.movedTo)) fail(`${what} ${p.trackingNo} of ${p.area}`, res);
   if (Date.parse(String(b.createdAt)) !== p.createdAt) fail(`${what} ${p.trackingNo}: arrival was ${new Date(p.createdAt).toISOString()}`, res);
   if (b.status === 'BATCHED') {
     if (typeof b.batchId !== 'string' || (batchedAt && typeof b.batchedAt !== 'string')) fail(`${what} ${p.trackingNo}: BATCHED`, res);
     if (p.batchId && p.batchId !== b.batchId) fail(`${what} ${p.trackingNo}: was seen in batch ${p.batchId}`, res);
     p.batchId = b.batchId;
     noteBatch(m, b.batchId, p.client, `${what} ${p.trackingNo}`, res);
+    if (p.withdrawn === 'yes') fail(`${what} ${p.trackingNo}: BATCHED after it was answered WITHDRAWN`, res);
   } else if (b.status === 'WAITING') {
     if (b.batchId !== null || (batchedAt && b.batchedAt !== null)) fail(`${what} ${p.trackingNo}: WAITING`, res);
     if (p.batchId) fail(`${what} ${p.trackingNo}: WAITING again after it was seen in batch ${p.batchId}`, res);
+    if (p.withdrawn === 'yes') fail(`${what} ${p.trackingNo}: WAITING after it was answered WITHDRAWN`, res);
+  } else if (b.status === 'WITHDRAWN') {
+    if (b.batchId !== null || !p.withdrawn) fail(`${what} ${p.trackingNo}: WITHDRAWN, never asked to be (or in a batch)`, res);
+    if (p.batchId) fail(`${what} ${p.trackingNo}: WITHDRAWN after it was seen in batch ${p.batchId}`, res);
+    p.withdrawn = 'yes';
   } else fail(`${what} ${p.trackingNo}: status`, res);
+  if (b.area === p.movedTo) {
+    p.area = String(b.area);
+    delete p.movedTo;
+  }
 }

@@ -3,7 +3,7 @@
 import { type Real, Step } from '../runner.js';
 import type { ModelClient } from '../world.js';
 import { OnParcel } from './intake.steps.js';
-import { type Model, SIZE, type SeenBatch, fail, observeParcel, parcelOf } from './model.js';
+import { type Model, type SeenBatch, areaOf, fail, observeParcel, parcelOf, versionsAt } from './model.js';
 
 export class ReadParcel extends OnParcel {
   async act(m: Model, r: Real) {
@@ -30,12 +30,18 @@ export class ReadBatch extends Step<Model> {
     const b = res.body;
     const what = `get batch ${id} as ${client}`;
     const listed = Array.isArray(b.parcels) ? (b.parcels as string[]) : [];
-    if (res.status !== 200 || b.id !== id || listed.length < 1 || listed.length > SIZE) fail(what, res);
-    if (b.reason !== 'TIMEOUT' && !(b.reason === 'FULL' && listed.length === SIZE)) fail(`${what}: reason and size`, res);
+    const area = areaOf(m, client, String(b.area));
+    // The area's sizes that may have been current when the batch was made.
+    const sizes = area ? versionsAt(area, Date.parse(String(b.createdAt))).map((v) => v.size) : [];
+    if (res.status !== 200 || b.id !== id || listed.length < 1 || listed.length > Math.max(...sizes)) fail(what, res);
+    if (!['TIMEOUT', 'MANUAL', 'FULL'].includes(String(b.reason)) || (b.reason === 'FULL' && !sizes.includes(listed.length)))
+      fail(`${what}: reason and size (${sizes.join(' or ')})`, res);
     for (const p of m.parcels) if (p.batchId === id && !listed.includes(p.trackingNo)) fail(`${what}: ${p.trackingNo} (of ${p.client}) was seen in it`, res);
     for (const t of listed) {
       const p = parcelOf(m, client, t);
+      if (p?.movedTo !== undefined && p.movedTo === b.area) p.area = p.movedTo;
       if (!p || p.area !== b.area) fail(`${what}: ${t} is no parcel of ${client}'s area ${String(b.area)} of this run`, res);
+      if (p.withdrawn === 'yes') fail(`${what}: ${t} was answered WITHDRAWN`, res);
       if (p.batchId && p.batchId !== id) fail(`${what}: ${t} was seen in batch ${p.batchId}`, res);
       p.batchId = id;
     }

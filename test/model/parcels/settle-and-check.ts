@@ -11,12 +11,12 @@ import { type Model, SETTLE_MS, areaOf, keyOf } from './model.js';
 let lastRunFaulted = false;
 let lastRunSpans: FaultSpan[] = [];
 
-/** Every accepted parcel BATCHED and every notice of the run's batches SENT, for a while (a late commit or send would show). */
+/** No accepted parcel WAITING (each BATCHED, or WITHDRAWN) and every notice of the run's batches SENT, for a while (a late commit or send would show). */
 function settle(m: Model, db: Db): Promise<boolean> {
   const codes = m.areas.map((a) => a.code);
   const trackingNos = m.parcels.map((x) => x.trackingNo);
   return settled(async () => {
-    if (await db.parcel.count({ where: { trackingNo: { in: trackingNos }, status: { not: 'BATCHED' } } })) return false;
+    if (await db.parcel.count({ where: { trackingNo: { in: trackingNos }, status: 'WAITING' } })) return false;
     const ids = (await db.batch.findMany({ where: { areaCode: { in: codes } }, select: { id: true } })).map((b) => b.id);
     return (await db.notification.count({ where: { batchId: { in: ids }, status: { not: 'SENT' } } })) === 0;
   }, SETTLE_MS);

@@ -5,6 +5,7 @@ import type { Received } from '../../helpers/webhook.js';
 import { type Real, SETTLE_MS, problems, settled } from '../runner.js';
 import { type Firing, type Model, type Timer, current, runPrefix, same, version } from './model.js';
 import { type Row, checkFiring } from './firing-checks.js';
+import { clearRateLimits } from './rate-limit.step.js';
 
 /** What a timer's call carries. */
 export type CallBody = { key: string; payload: unknown; fireAt: string; firedAt: string; attempt: number };
@@ -62,6 +63,8 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
   for (const [id, { t, f }] of firings) {
     if (!rows.some((n) => n.id === id)) p.add(`firing ${id} of ${t.client}/${t.key} (answered ${version(f).fireAt}): no row`);
   }
+  // Limits set by the run held while it settled; the next run starts without.
+  await clearRateLimits(m, r);
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
   // What the answers met, beside what the record holds: keeps of a timer that exists, moves, firings made again, 409s, cancels.
   return { ...counts, ...m.counts };

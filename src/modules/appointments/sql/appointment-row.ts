@@ -12,13 +12,15 @@ export type AppointmentRow = {
   startsAt: Date;
   remindBeforeSeconds: number;
   remindAt: Date;
+  /** The IANA zone quiet hours are read in; null: the configured default (booked before zones were kept). */
+  timeZone: string | null;
   createdAt: Date;
   updatedAt: Date;
   cancelledAt: Date | null;
 };
 
 export const COLUMNS = Prisma.sql`id, customer_id AS "customerId", contact, channel::text AS channel, status::text AS status,
-  starts_at AS "startsAt", remind_before_seconds AS "remindBeforeSeconds", remind_at AS "remindAt",
+  starts_at AS "startsAt", remind_before_seconds AS "remindBeforeSeconds", remind_at AS "remindAt", time_zone AS "timeZone",
   created_at AS "createdAt", updated_at AS "updatedAt", cancelled_at AS "cancelledAt"`;
 
 /** The dedupe key of the reminder of the slot appointment `a` holds now. */

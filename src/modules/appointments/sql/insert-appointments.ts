@@ -1,7 +1,8 @@
 // Booked: appointments inserted in one statement (all or none), BOOKED,
 // each with its client (one statement may carry several clients' bookings),
-// remind_at = starts_at - lead (or now when that has passed), the times by
-// the database clock. Guard: the primary key and the idempotency key's unique
+// remind_at = the planned remind time (the start less the lead, out of the
+// quiet hours: quiet-hours.ts) or now when that has passed, by the database
+// clock. Guard: the primary key and the idempotency key's unique
 // index (a conflict fails the statement: the caller's idempotent create
 // decides). Lock order: the new rows only. Returns them in input order.
 import type { Db } from '../../../core/db.js';
@@ -16,6 +17,10 @@ export type NewAppointment = {
   channel: 'SMS' | 'EMAIL';
   startsAt: Date;
   remindBeforeSeconds: number;
+  /** When its reminder is planned (plannedRemindAt; none: the start less the lead); a time past is made the statement's moment. */
+  remindAt?: Date | undefined;
+  /** The IANA time zone its quiet hours are read in (none: the configured default). */
+  timeZone?: string | null | undefined;
   idempotencyKey: string | null;
   requestHash: string | null;
 };
@@ -23,14 +28,15 @@ export type NewAppointment = {
 export async function insertAppointments(db: Db, rows: readonly NewAppointment[]): Promise<AppointmentRow[]> {
   const col = <T>(f: (r: NewAppointment) => T) => rows.map(f);
   const inserted = await db.$queryRaw<AppointmentRow[]>`
-    INSERT INTO appointments (id, client, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at,
+    INSERT INTO appointments (id, client, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at, time_zone,
                               created_at, updated_at, idempotency_key, request_hash)
     SELECT t.id, t.client, t.customer_id, t.contact, t.channel, t.starts_at, t.lead,
-           GREATEST(t.starts_at - make_interval(secs => t.lead), now()), now(), now(), t.idem_key, t.req_hash
+           GREATEST(COALESCE(t.planned, t.starts_at - make_interval(secs => t.lead)), now()), t.time_zone, now(), now(), t.idem_key, t.req_hash
       FROM unnest(${col((r) => r.id)}::uuid[], ${col((r) => r.client)}::text[], ${col((r) => r.customerId)}::text[], ${col((r) => r.contact)}::text[],
                   ${col((r) => r.channel)}::"Channel"[], ${col((r) => r.startsAt)}::timestamptz[],
-                  ${col((r) => r.remindBeforeSeconds)}::int[], ${col((r) => r.idempotencyKey)}::text[], ${col((r) => r.requestHash)}::text[])
-           AS t(id, client, customer_id, contact, channel, starts_at, lead, idem_key, req_hash)
+                  ${col((r) => r.remindBeforeSeconds)}::int[], ${col((r) => r.remindAt ?? null)}::timestamptz[], ${col((r) => r.timeZone ?? null)}::text[],
+                  ${col((r) => r.idempotencyKey)}::text[], ${col((r) => r.requestHash)}::text[])
+           AS t(id, client, customer_id, contact, channel, starts_at, lead, planned, time_zone, idem_key, req_hash)
     RETURNING ${COLUMNS}`;
   const byId = new Map(inserted.map((r) => [r.id, r]));
   return rows.map((r) => {

@@ -4,6 +4,7 @@ import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { liveSql } from '../../../core/delivery/index.js';
 import { MAX_LEAD_SECONDS } from '../appointments.schemas.js';
+import { MAX_QUIET_SHIFT_SECONDS } from '../quiet-hours.js';
 import { HELD_SLOT_KEY } from './appointment-row.js';
 
 /**
@@ -44,8 +45,8 @@ export async function listUnreminded(db: Db, w: UnremindedWindow, after: { remin
       (SELECT ${columns}, true AS overdue FROM appointments a
         WHERE a.status = 'BOOKED' AND ${UNMARKED} AND a.starts_at > now() - ${startWindow}
           AND a.remind_at < now() - make_interval(secs => ${w.graceSeconds}::int)
-          -- Implied by the start (a remind time is at most the longest lead before it): bounds the index range.
-          AND a.remind_at > now() - make_interval(secs => ${w.afterStartSeconds}::int + ${MAX_LEAD_SECONDS})
+          -- Implied by the start (a remind time is at most the longest lead, and a quiet-hours shift, before it): bounds the index range.
+          AND a.remind_at > now() - make_interval(secs => ${w.afterStartSeconds}::int + ${MAX_LEAD_SECONDS + MAX_QUIET_SHIFT_SECONDS})
           AND ${unreminded}
         ORDER BY a.remind_at, a.id LIMIT ${limit})
       UNION ALL

@@ -15,11 +15,16 @@
 // 245 ms a batch of 300 expiries with 172 000 UNPAID). The notice: one per
 // order (its dedupe key, ON CONFLICT DO NOTHING). Lock order: the orders
 // (two batches sharing one may deadlock: PostgreSQL aborts one, whose jobs
-// are retried and find them settled), then the new notices.
+// are retried and find them settled), then the new notices. In the same
+// transaction, after it, the cancelled orders' undelivered payment reminders
+// are withdrawn (reminder-withdrawal.ts).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
 import type { CancelReason, OrderStatus } from './order-row.js';
+import { withdrawPaymentRemindersSql } from './reminder-withdrawal.js';
+
+const WITHDRAWN_AT_CANCEL = 'order cancelled before its payment reminder was delivered';
 
 const CANCELLED_NOTICE = deliveryInsertSql({
   kind: 'ORDER_CANCELLED',
@@ -54,7 +59,11 @@ function cancelSql(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
 
 /** The customer's cancel; the new notification's id, or null when nothing changed (not UNPAID, or not the client's). */
 export async function cancelOrder(db: Db, client: string, id: string): Promise<{ notificationId: string | null } | null> {
-  const rows = await db.$queryRaw<CancelledRow[]>(cancelSql(Prisma.sql`id = ${id}::uuid AND client = ${client}`, 'CUSTOMER'));
+  const target = Prisma.sql`id = ${id}::uuid AND client = ${client}`;
+  const [rows] = await db.$transaction([
+    db.$queryRaw<CancelledRow[]>(cancelSql(target, 'CUSTOMER')),
+    db.$executeRaw(withdrawPaymentRemindersSql(target, WITHDRAWN_AT_CANCEL)),
+  ]);
   const r = rows[0];
   return r ? { notificationId: r.notification_id } : null;
 }
@@ -82,7 +91,10 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
  */
 export async function expireOrders(db: Db, ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>(expireManySql(ids));
+  const [rows] = await db.$transaction([
+    db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>(expireManySql(ids)),
+    db.$executeRaw(withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${[...ids]}::uuid[])`, WITHDRAWN_AT_CANCEL)),
+  ]);
   const out = new Map<string, ExpiryOutcome>();
   for (const r of rows) {
     if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
@@ -104,6 +116,11 @@ export function cancelOverdueSql(graceSeconds: number, limit: number): Prisma.Sq
 
 /** Cancels up to `limit` orders unpaid for longer than `graceSeconds` past their deadline; returns their notification ids. */
 export async function cancelOverdue(db: Db, graceSeconds: number, limit: number): Promise<{ cancelled: number; notificationIds: string[] }> {
-  const rows = await db.$queryRaw<CancelledRow[]>(cancelOverdueSql(graceSeconds, limit));
+  const rows = await db.$transaction(async (tx) => {
+    const cancelled = await tx.$queryRaw<CancelledRow[]>(cancelOverdueSql(graceSeconds, limit));
+    if (cancelled.length > 0)
+      await tx.$executeRaw(withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${cancelled.map((r) => r.id)}::uuid[])`, WITHDRAWN_AT_CANCEL));
+    return cancelled;
+  });
   return { cancelled: rows.length, notificationIds: rows.flatMap((r) => (r.notification_id ? [r.notification_id] : [])) };
 }

@@ -1,8 +1,10 @@
 // What the orders domain reads: an order of a client by id or idempotency
 // key, its state by the database clock, and the UNPAID orders the
-// reconciliation pass schedules again (every client's).
+// reconciliation pass schedules again, and those whose payment reminder it
+// repairs (every client's).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
+import { dedupeKeySql } from '../../../core/delivery/index.js';
 import { type OrderRow, type OrderStatus, type RawOrder, orderSelect, toRow } from './order-row.js';
 
 export async function findOrder(db: Db, client: string, id: string): Promise<OrderRow | null> {
@@ -43,4 +45,23 @@ export function listUnpaid(db: Db, until: Date, after: { expiresAt: Date; id: st
     take: limit,
     select: { id: true, expiresAt: true },
   });
+}
+
+/**
+ * UNPAID orders whose payment reminder falls before `until`, their deadline
+ * still ahead, and no reminder written for their current deadline, in
+ * reminder-time order after a keyset cursor (the partial index of UNPAID
+ * orders by reminder time): `overdue` when its time passed more than
+ * `graceSeconds` ago (its job lost, or left at an older, later time).
+ */
+export async function listUnreminded(db: Db, until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number) {
+  const cursor = after ? Prisma.sql`AND (o.payment_remind_at, o.id) > (${after.remindAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty;
+  return db.$queryRaw<{ id: string; remindAt: Date; overdue: boolean }[]>`
+    SELECT o.id::text AS id, o.payment_remind_at AS "remindAt", o.payment_remind_at < now() - make_interval(secs => ${graceSeconds}) AS overdue
+      FROM orders o
+     WHERE o.status = 'UNPAID' AND o.payment_remind_at IS NOT NULL AND o.payment_remind_at <= ${until}::timestamptz ${cursor}
+       AND o.expires_at > now()
+       AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${dedupeKeySql.orderPaymentReminder(Prisma.sql`o.id`, Prisma.sql`o.expires_at`)})
+     ORDER BY o.payment_remind_at, o.id
+     LIMIT ${limit}`;
 }

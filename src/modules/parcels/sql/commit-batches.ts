@@ -3,16 +3,22 @@
 //
 // One statement for a flush round's batches (of any clients): each parcel
 // found by its key (client, tracking number) and locked, a batch judged on its
-// parcels' rows, made only if it still is one (a TIMEOUT batch only when its
-// oldest unbatched parcel has waited the maximum by the database clock; a FULL
-// batch only with all of the batch size unbatched), its parcels attached and
-// its notice written together; the batch and its notice are the area's
-// client's. Guard: `parcels.batch_id IS NULL` on each locked parcel of the
+// parcels' rows by its area's rule (the area's own batch size and maximum
+// wait, else the defaults given), made only if it still is one (a TIMEOUT
+// batch only when its oldest unbatched parcel has waited the maximum by the
+// database clock and they are no more than the size; a FULL batch only with
+// all of the batch size unbatched; a MANUAL batch of the oldest of them, up
+// to the size, the rest left waiting), its parcels attached and its notice
+// written together; the batch and its notice are the area's client's. Guard:
+// `parcels.batch_id IS NULL` and not WITHDRAWN on each locked parcel of the
 // batch's own client and area (a parcel is in one batch at most, of its own
-// client and area, never in a batch above its area's size). Lock order: the
-// parcels in (client, tracking number) order (one order for every committer:
-// no deadlock), then the new batches and notices. Returns the batches made
-// and the parcels left waiting, to go back into Redis.
+// client and area, never in a batch above its area's size, a withdrawn one in
+// none). The area's rule is read as of the statement (a rule changed by a
+// commit after it applies to the next). Lock order: the parcels in (client,
+// tracking number) order (one order for every committer, and for withdraw
+// and move, which lock one: no deadlock), then the new batches and notices.
+// Returns the batches made and the parcels left waiting (each with its
+// area's rule), to go back into Redis.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
@@ -30,14 +36,23 @@ export type CommittedBatch = {
 /**
  * A parcel a commit left waiting: its batch was no longer one. `dueInMs`: a
  * TIMEOUT batch refused because its oldest parcel had not waited the maximum
- * by the database clock says how long that is still to go (else 0).
+ * by the database clock says how long that is still to go (else 0). `rule`:
+ * its area's own batch size and maximum wait (ms) as the commit read them
+ * (null: the default), to set its Redis group's by.
  */
-export type LeftParcel = { client: string; trackingNo: string; areaCode: string; arrivedAt: number; dueInMs: number };
+export type LeftParcel = {
+  client: string;
+  trackingNo: string;
+  areaCode: string;
+  arrivedAt: number;
+  dueInMs: number;
+  rule: { batchSize: number | null; maxWaitMs: number | null };
+};
 
 /** A batch to make: its new id, its area (client and code) and the parcels (of that client) taken for it. */
 export type BatchToCommit = { id: string; client: string; areaCode: string; trackingNos: readonly string[] };
-export type BatchReason = 'FULL' | 'TIMEOUT';
-/** The area's rule: a batch is full at `batchSize`, due when its first parcel has waited `maxWaitMs`. */
+export type BatchReason = 'FULL' | 'TIMEOUT' | 'MANUAL';
+/** The default rule, of an area without its own: a batch is full at `batchSize`, due when its first parcel has waited `maxWaitMs`. */
 export type BatchRule = { maxWaitMs: number; batchSize: number };
 
 /** The sorters' notice of each new batch `b`, sent to its area's sorter contact. */
@@ -65,6 +80,8 @@ type CommitRow = {
   arrived_ms: bigint | null;
   due_in_ms: bigint | null;
   ok: boolean | null;
+  own_size: number | null;
+  own_wait_ms: bigint | null;
 };
 
 function commitBatchesSql(o: {
@@ -88,6 +105,7 @@ function commitBatchesSql(o: {
        FROM input CROSS JOIN LATERAL (
             SELECT parcels.client, parcels.tracking_no, parcels.area_code, parcels.created_at FROM parcels
              WHERE parcels.client = input.client AND parcels.tracking_no = input.tracking_no AND parcels.area_code = input.area_code AND parcels.batch_id IS NULL
+               AND parcels.status <> 'WITHDRAWN'
              FOR UPDATE) p
    ), w AS (
      -- A parcel named twice (by two batches of one call, of its area) counts once, for the first: the
@@ -96,20 +114,29 @@ function commitBatchesSql(o: {
      SELECT DISTINCT ON (client, tracking_no) * FROM found ORDER BY client, tracking_no, batch_id
    ), counted AS (
      -- Per batch and area: a batch id given with two areas (no caller does) fails on the batches' key,
-     -- never makes a batch of another area's (or client's) parcels.
-     SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first
+     -- never makes a batch of another area's (or client's) parcels. rn: the parcel's place, oldest first.
+     SELECT w.*, count(*) OVER per_batch AS n, min(w.created_at) OVER per_batch AS first,
+            row_number() OVER (per_batch ORDER BY w.created_at, w.tracking_no) AS rn
        FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.client, w.area_code)
+   ), ruled AS (
+     -- The area's rule (its own, else the defaults), by the area's key: one lookup per parcel.
+     SELECT counted.*, r.own_size, r.own_wait_ms, COALESCE(r.own_size, ${batchSize}::int) AS size,
+            COALESCE(r.own_wait_ms, ${maxWaitMs}::bigint) AS wait_ms
+       FROM counted CROSS JOIN LATERAL (
+            SELECT areas.batch_size AS own_size, areas.max_wait_seconds::bigint * 1000 AS own_wait_ms FROM areas
+             WHERE areas.client = counted.client AND areas.code = counted.area_code) r
    ), judged AS (
      -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
-     SELECT counted.*,
-            CASE ${reason}::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => ${maxWaitMs}::double precision / 1000) AND n <= ${batchSize}::int
-                          ELSE n = ${batchSize}::int END AS ok
-       FROM counted
+     SELECT ruled.*,
+            CASE ${reason}::text WHEN 'TIMEOUT' THEN first <= now() - make_interval(secs => wait_ms::double precision / 1000) AND n <= size
+                                 WHEN 'MANUAL' THEN rn <= size
+                          ELSE n = size END AS ok
+       FROM ruled
    ), b AS (
-     -- The batch is its area's client's: the one of its parcels.
+     -- The batch is its area's client's: the one of its parcels; its count, of the parcels it takes.
      INSERT INTO batches (id, client, area_code, vehicle_plate, reason, parcel_count, created_at)
-     SELECT j.batch_id, a.client, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.n, now()
-       FROM (SELECT DISTINCT ON (batch_id, client, area_code) batch_id, client, area_code, n FROM judged WHERE ok ORDER BY batch_id, client, area_code) j
+     SELECT j.batch_id, a.client, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.taken, now()
+       FROM (SELECT batch_id, client, area_code, count(*)::int AS taken FROM judged WHERE ok GROUP BY batch_id, client, area_code) j
        JOIN areas a ON a.client = j.client AND a.code = j.area_code
      RETURNING id, client, area_code, vehicle_plate, reason, parcel_count, created_at
    ), u AS (
@@ -128,16 +155,17 @@ function commitBatchesSql(o: {
      RETURNING id, batch_id
    )
    SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at, b.client,
-          NULL::text AS tracking_no, b.area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok
+          NULL::text AS tracking_no, b.area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok,
+          NULL::int AS own_size, NULL::bigint AS own_wait_ms
      FROM b
    UNION ALL
-   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
+   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
    UNION ALL
    SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.client, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
           CASE ${reason}::text WHEN 'TIMEOUT'
-            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => ${maxWaitMs}::double precision / 1000) - now()) * 1000))::bigint
+            THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => j.wait_ms::double precision / 1000) - now()) * 1000))::bigint
             ELSE 0 END,
-          j.ok
+          j.ok, j.own_size, j.own_wait_ms
      FROM judged j`;
 }
 
@@ -201,6 +229,7 @@ export async function commitBatches(
         areaCode: r.area_code as string,
         arrivedAt: Number(r.arrived_ms),
         dueInMs: Number(r.due_in_ms),
+        rule: { batchSize: r.own_size, maxWaitMs: r.own_wait_ms === null ? null : Number(r.own_wait_ms) },
       });
   }
   const committed = made.map((b) => ({ ...b, trackingNos: (members.get(b.batchId) ?? []).sort(), notificationId: notices.get(b.batchId) ?? null }));

@@ -2,12 +2,22 @@
 // client's: area codes and tracking numbers are unique per client.
 import { Prisma } from '../../../generated/prisma/client.js';
 
-export type AreaRow = { client: string; code: string; vehiclePlate: string; sorterContact: string; createdAt: Date; updatedAt: Date };
+export type AreaRow = {
+  client: string;
+  code: string;
+  vehiclePlate: string;
+  sorterContact: string;
+  /** The area's own batch size and maximum wait; null: the defaults. */
+  batchSize: number | null;
+  maxWaitSeconds: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
 export type ParcelRow = {
   client: string;
   trackingNo: string;
   areaCode: string;
-  status: 'WAITING' | 'BATCHED';
+  status: 'WAITING' | 'BATCHED' | 'WITHDRAWN';
   batchId: string | null;
   createdAt: Date;
   batchedAt: Date | null;
@@ -17,7 +27,7 @@ export type RecentBatchRow = {
   client: string;
   areaCode: string;
   vehiclePlate: string;
-  reason: 'FULL' | 'TIMEOUT';
+  reason: 'FULL' | 'TIMEOUT' | 'MANUAL';
   parcelCount: number;
   createdAt: Date;
 };

@@ -2,6 +2,7 @@
 // parcels the reconciliation pass puts back. The API's reads are of one
 // client (another client's object is as absent as an unknown one); the
 // reconciliation pass reads every client's, each row with its client.
+import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { type AreaRow, PARCEL_COLUMNS, type ParcelRow, type RecentBatchRow } from './parcel-row.js';
 
@@ -52,25 +53,64 @@ export function listRecentBatches(db: Db, limit: number, client?: string): Promi
   });
 }
 
-/** A waiting parcel as the reconciliation pass finds it: every client's, each with its client. */
-export type WaitingParcel = { client: string; trackingNo: string; areaCode: string };
+/** A waiting parcel as the reconciliation pass finds it: every client's, each with its client and its area's batch size. */
+export type WaitingParcel = { client: string; trackingNo: string; areaCode: string; batchSize: number };
 
-/** WAITING parcels older than `olderThanMs`, oldest first, a bounded number. */
-export function listOverdue(db: Db, olderThanMs: number, limit: number): Promise<WaitingParcel[]> {
+/** The defaults of an area without a rule of its own, and the reconciliation pass's grace. */
+export type WaitRule = { batchSize: number; maxWaitMs: number; graceMs: number };
+
+// An area's maximum wait in ms (its own, else the default), over the areas row `a`.
+const waitMsOf = (r: WaitRule) => Prisma.sql`COALESCE(a.max_wait_seconds::double precision * 1000, ${r.maxWaitMs}::double precision)`;
+
+/**
+ * WAITING parcels that have waited longer than their area's maximum wait
+ * plus the grace, oldest first, a bounded number. The index on (status,
+ * created_at) reads the WAITING ones older than the shortest wait there is
+ * (an area's own is 1 s at least; the default may be shorter) plus the
+ * grace; each is held to its own area's.
+ */
+export function listOverdue(db: Db, r: WaitRule, limit: number): Promise<WaitingParcel[]> {
   return db.$queryRaw<WaitingParcel[]>`
-    SELECT client, tracking_no AS "trackingNo", area_code AS "areaCode" FROM parcels
-     WHERE status = 'WAITING' AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
-     ORDER BY created_at, client, tracking_no LIMIT ${limit}`;
+    SELECT p.client, p.tracking_no AS "trackingNo", p.area_code AS "areaCode", COALESCE(a.batch_size, ${r.batchSize}::int) AS "batchSize"
+      FROM parcels p JOIN areas a ON a.client = p.client AND a.code = p.area_code
+     WHERE p.status = 'WAITING' AND p.created_at < now() - make_interval(secs => (${Math.min(1_000, r.maxWaitMs)} + ${r.graceMs}::double precision) / 1000)
+       AND p.created_at < now() - make_interval(secs => (${waitMsOf(r)} + ${r.graceMs}::double precision) / 1000)
+     ORDER BY p.created_at, p.client, p.tracking_no LIMIT ${limit}`;
 }
 
-/** WAITING parcels that arrived within the last `youngerThanMs` but not within the last `olderThanMs`, oldest first, with their arrival (ms). */
-export async function listRecentWaiting(db: Db, youngerThanMs: number, olderThanMs: number, limit: number): Promise<(WaitingParcel & { arrivedAt: number })[]> {
+/**
+ * WAITING parcels that arrived not within the last `olderThanMs` and are not
+ * yet overdue by their area's rule (listOverdue's), oldest first, with their
+ * arrival (ms). Read from the oldest the longest wait allows (a day plus the grace).
+ */
+export async function listRecentWaiting(db: Db, r: WaitRule, olderThanMs: number, limit: number): Promise<(WaitingParcel & { arrivedAt: number })[]> {
   const rows = await db.$queryRaw<(WaitingParcel & { arrivedMs: bigint })[]>`
-    SELECT client, tracking_no AS "trackingNo", area_code AS "areaCode", floor(extract(epoch FROM created_at) * 1000)::bigint AS "arrivedMs"
-      FROM parcels
-     WHERE status = 'WAITING'
-       AND created_at >= now() - make_interval(secs => ${youngerThanMs}::double precision / 1000)
-       AND created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
-     ORDER BY created_at, client, tracking_no LIMIT ${limit}`;
-  return rows.map((r) => ({ client: r.client, trackingNo: r.trackingNo, areaCode: r.areaCode, arrivedAt: Number(r.arrivedMs) }));
+    SELECT p.client, p.tracking_no AS "trackingNo", p.area_code AS "areaCode", COALESCE(a.batch_size, ${r.batchSize}::int) AS "batchSize",
+           floor(extract(epoch FROM p.created_at) * 1000)::bigint AS "arrivedMs"
+      FROM parcels p JOIN areas a ON a.client = p.client AND a.code = p.area_code
+     WHERE p.status = 'WAITING'
+       AND p.created_at >= now() - make_interval(secs => (${Math.max(MAX_AREA_WAIT_MS, r.maxWaitMs)}::double precision + ${r.graceMs}::double precision) / 1000)
+       AND p.created_at >= now() - make_interval(secs => (${waitMsOf(r)} + ${r.graceMs}::double precision) / 1000)
+       AND p.created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
+     ORDER BY p.created_at, p.client, p.tracking_no LIMIT ${limit}`;
+  return rows.map((x) => ({ client: x.client, trackingNo: x.trackingNo, areaCode: x.areaCode, batchSize: x.batchSize, arrivedAt: Number(x.arrivedMs) }));
+}
+
+/** The longest maximum wait an area may have (its CHECK constraint): a day. */
+const MAX_AREA_WAIT_MS = 86_400_000;
+
+/** The oldest WAITING parcels of the caller's area, up to `limit` (a manual flush's candidates; its commit decides). */
+export async function oldestWaiting(db: Db, client: string, code: string, limit: number): Promise<{ trackingNo: string }[]> {
+  return db.$queryRaw<{ trackingNo: string }[]>`
+    SELECT tracking_no AS "trackingNo" FROM parcels
+     WHERE client = ${client} AND area_code = ${code} AND status = 'WAITING'
+     ORDER BY created_at, tracking_no LIMIT ${limit}`;
+}
+
+/** Every area with a rule of its own (the reconciliation pass holds the Redis groups' rules to them). */
+export function listAreaRules(db: Db): Promise<{ client: string; code: string; batchSize: number | null; maxWaitSeconds: number | null }[]> {
+  return db.area.findMany({
+    where: { OR: [{ batchSize: { not: null } }, { maxWaitSeconds: { not: null } }] },
+    select: { client: true, code: true, batchSize: true, maxWaitSeconds: true },
+  });
 }
