@@ -10,6 +10,8 @@ export default defineConfig({
       'test/lua/*.test.ts',
       'test/integration/queue/worker.{delivery,retry,lease,shutdown,crash,fairness}.test.ts',
       'test/integration/queue/periodic.test.ts',
+      'test/integration/queue/reshard.test.ts',
+      'test/integration/orders/orders.reshard.test.ts',
       'test/integration/{orders,appointments,parcels}/*.api.test.ts',
       'test/integration/{orders,appointments}/*.race.test.ts',
       'test/integration/admin/admin.api.test.ts',

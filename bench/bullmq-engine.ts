@@ -6,6 +6,7 @@
 // against 364 B per delayed job when the throughput issue was filed): a
 // handicap this benchmark's runs before 2026-11-25 carried.
 import { Queue, Worker } from 'bullmq';
+import { CONTROL_LIMIT } from './bench-config.js';
 import { type BenchQueue, type QueueIds, type WorkerHooks } from './bench-engine.js';
 import { PAYLOAD, dropKeys, keysStorage } from './bench-util.js';
 
@@ -22,7 +23,11 @@ function connectionOf(url: string) {
   };
 }
 
-export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
+/**
+ * `controls`: jobs of ten priorities (BullMQ's `priority` job option: 1 is
+ * the highest, so 1..10 for our 9..0) and a Worker `limiter` far above the load.
+ */
+export function openBullmq(redisUrl: string, ids: QueueIds, controls = false): BenchQueue {
   const connection = connectionOf(redisUrl);
   const queue = new Queue(ids.name, { connection, prefix: ids.prefix });
   const workers: Worker[] = [];
@@ -35,7 +40,14 @@ export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
         // Intended due time as BullMQ itself computes it: the job's timestamp plus its delay.
         onStart?.(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
       },
-      { connection, prefix: ids.prefix, concurrency, autorun: false, ...REMOVE },
+      {
+        connection,
+        prefix: ids.prefix,
+        concurrency,
+        autorun: false,
+        ...REMOVE,
+        ...(controls && { limiter: { max: CONTROL_LIMIT.count, duration: CONTROL_LIMIT.intervalMs } }),
+      },
     );
     workers.push(worker);
     const onCompleted = hooks.onCompleted;
@@ -67,7 +79,7 @@ export function openBullmq(redisUrl: string, ids: QueueIds): BenchQueue {
       await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { timestamp: now, delay: Math.max(0, j.dueAt - now) } })));
     },
     async addDue(ns) {
-      await queue.addBulk(ns.map(() => ({ name: 'noop', data: PAYLOAD })));
+      await queue.addBulk(ns.map((n) => ({ name: 'noop', data: PAYLOAD, ...(controls && { opts: { priority: 10 - (n % 10) } }) })));
     },
     async counts() {
       const c = await queue.getJobCounts('wait', 'delayed', 'prioritized', 'active');

@@ -10,6 +10,10 @@
 //   its creation, the window longer than the creation, so the expiries fall
 //   due at the rate the creation reached and on a service doing nothing else.
 //   Lateness = cancelled_at - expires_at, both on the database's clock.
+//   With payment reminders on (BENCH_E2E_PAYMENT_REMINDER_S, the default), each
+//   order is also reminded that many seconds before its deadline, delivered to
+//   a local receiver: the reminders written and delivered a second (first to
+//   last) and their lateness after payment_remind_at are in `stream.paymentReminders`.
 // - overdue drain: BENCH_E2E_OVERDUE orders created through an API-only
 //   process (their expiry jobs written, no worker running) with a 1 s payment
 //   window, as after an outage of the workers; then the service starts: the
@@ -31,6 +35,7 @@
 //   BENCH_E2E_OVERDUE=100000   orders of the drain, and appointments of the reminder drain
 //   BENCH_E2E_SCENARIOS=stream,drain,reminders,reminderDrain  which scenarios run
 //   BENCH_E2E_CONNECTIONS=50   connections of the load generator
+//   BENCH_E2E_PAYMENT_REMINDER_S=5  the stream's PAYMENT_REMINDER_BEFORE_SECONDS (0: no payment reminders)
 //   BENCH_WRITE=0              do not touch bench/HISTORY.md
 //   BENCH_PG_URL, REDIS_URL, BENCH_DB_POOL, BENCH_SERVICE_LOG_LEVEL as in bench:http
 import { randomBytes } from 'node:crypto';
@@ -70,6 +75,7 @@ const cfg = {
   seconds: num('BENCH_E2E_SECONDS', 60),
   overdue: Math.floor(num('BENCH_E2E_OVERDUE', 100_000)),
   connections: Math.floor(num('BENCH_E2E_CONNECTIONS', 50)),
+  paymentReminderS: Math.floor(num('BENCH_E2E_PAYMENT_REMINDER_S', 5)),
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
   /** Which scenarios run (a profile of one needs the other left out). */
   scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain,reminders,reminderDrain').split(',').map((x) => x.trim()),
@@ -89,7 +95,26 @@ const DRAIN = 'cust-drain';
 const orderBody = (customerId: string) => JSON.stringify({ customerId, currency: 'EUR', items: [{ sku: 'SKU-1', quantity: 1, unitPriceCents: 1_000 }] });
 
 type Lateness = { count: number; p50: number; p99: number; max: number; mean: number };
-type Stream = { asked: number; created: number; createdPerSec: number; non2xx: number; windowS: number; cancelled: number; latenessMs: Lateness | null };
+/** The stream's payment reminders: written and delivered (SENT), a second from first to last, and late after their time. */
+type PaymentReminders = {
+  leadS: number;
+  written: number;
+  writtenPerSec: number;
+  delivered: number;
+  deliveredPerSec: number;
+  writtenLatenessMs: Lateness | null;
+  deliveredLatenessMs: Lateness | null;
+};
+type Stream = {
+  asked: number;
+  created: number;
+  createdPerSec: number;
+  non2xx: number;
+  windowS: number;
+  cancelled: number;
+  latenessMs: Lateness | null;
+  paymentReminders: PaymentReminders | null;
+};
 type Drain = { orders: number; created: number; cancelled: number; seconds: number; perSec: number };
 
 /** Percentiles (the database's) of the lateness in ms each row of `msQuery` (a SELECT of an `ms` column) gives; null for none. */
@@ -130,10 +155,48 @@ const within = (done: () => Promise<boolean>, timeoutMs: number, what: string) =
     () => false,
   );
 
+/** The payment reminders of `customerId`'s orders: counts, rates first to last, lateness after payment_remind_at. */
+async function paymentReminders(customerId: string, leadS: number): Promise<PaymentReminders> {
+  const of = `FROM notifications n JOIN orders o ON o.id = n.order_id WHERE o.customer_id = $1 AND n.kind = 'ORDER_PAYMENT_REMINDER'`;
+  const [t] = await pgQuery<{ written: number; sent: number; ws: number | null; ss: number | null }>(
+    dbUrl,
+    `SELECT count(*)::int AS written, count(n.sent_at)::int AS sent,
+            extract(epoch FROM max(n.created_at) - min(n.created_at))::float8 AS ws,
+            extract(epoch FROM max(n.sent_at) - min(n.sent_at))::float8 AS ss ${of}`,
+    [customerId],
+  );
+  const perSec = (n: number, s: number | null | undefined) => (s && s > 0 ? round(n / s, 0) : 0);
+  const late = (column: 'created_at' | 'sent_at') =>
+    lateness(`SELECT extract(epoch FROM n.${column} - o.payment_remind_at)::float8 * 1000 AS ms ${of} AND n.${column} IS NOT NULL`, [customerId]);
+  return {
+    leadS,
+    written: t?.written ?? 0,
+    writtenPerSec: perSec(t?.written ?? 0, t?.ws),
+    delivered: t?.sent ?? 0,
+    deliveredPerSec: perSec(t?.sent ?? 0, t?.ss),
+    writtenLatenessMs: await late('created_at'),
+    deliveredLatenessMs: await late('sent_at'),
+  };
+}
+
+/** Payment reminders of `customerId`'s orders still to be delivered (PENDING or SENDING). */
+const remindersUnsettled = async (customerId: string) =>
+  (
+    await pgQuery<{ n: number }>(
+      dbUrl,
+      `SELECT count(*)::int AS n FROM notifications n JOIN orders o ON o.id = n.order_id
+        WHERE o.customer_id = $1 AND n.kind = 'ORDER_PAYMENT_REMINDER' AND n.status IN ('PENDING', 'SENDING')`,
+      [customerId],
+    )
+  )[0]?.n ?? 0;
+
 async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, string>): Promise<Stream> {
   // Expiries start once creation is over: the window is the stream plus 10 s.
   const windowS = Math.ceil(cfg.seconds) + 10;
-  const service = await run.startService({ ...env, ORDER_PAYMENT_TIMEOUT_SECONDS: String(windowS) });
+  const leadS = cfg.paymentReminderS;
+  const receiver = leadS > 0 ? await startReceiver() : null;
+  const reminding: Record<string, string> = receiver ? { PAYMENT_REMINDER_BEFORE_SECONDS: String(leadS), NOTIFY_ORDERS_WEBHOOK_URL: receiver.url } : {};
+  const service = await run.startService({ ...env, ORDER_PAYMENT_TIMEOUT_SECONDS: String(windowS), ...reminding });
   try {
     log(`stream: POST /orders at ${cfg.rate}/s for ${cfg.seconds} s, each expiring ${windowS} s later`);
     const r = await create(service, STREAM, { rate: cfg.rate, seconds: cfg.seconds });
@@ -144,6 +207,8 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
       `SELECT extract(epoch FROM cancelled_at - expires_at)::float8 * 1000 AS ms FROM orders WHERE customer_id = $1 AND status = 'CANCELLED'`,
       [STREAM],
     );
+    // Every reminder was written before its order expired; the last deliveries may still be on their way.
+    if (receiver) await within(async () => (await remindersUnsettled(STREAM)) === 0, 60_000, 'the payment reminders to be delivered');
     return {
       asked: Math.round(cfg.rate * cfg.seconds),
       created,
@@ -152,9 +217,11 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
       windowS,
       cancelled: latenessMs?.count ?? 0,
       latenessMs,
+      paymentReminders: receiver ? await paymentReminders(STREAM, leadS) : null,
     };
   } finally {
     await run.stopService();
+    await receiver?.close();
   }
 }
 
@@ -396,6 +463,11 @@ function markdown(date: string, machine: Machine, s: Stream, d: Drain, rs: Remin
     '| Scenario | Figure | Target | Met |',
     '|---|---|---|---|',
     `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
+    ...(s.paymentReminders
+      ? [
+          `| Payment reminders of the stream, ${fmt(s.paymentReminders.leadS)} s before the deadline | ${fmt(s.paymentReminders.writtenPerSec)} written/s, ${fmt(s.paymentReminders.deliveredPerSec)} delivered/s (${fmt(s.paymentReminders.written)} written, ${fmt(s.paymentReminders.delivered)} delivered, first to last); written late p99 ${s.paymentReminders.writtenLatenessMs ? fmt(s.paymentReminders.writtenLatenessMs.p99) : '—'} ms, delivered late p99 ${s.paymentReminders.deliveredLatenessMs ? fmt(s.paymentReminders.deliveredLatenessMs.p99) : '—'} ms | — | — |`,
+        ]
+      : []),
     `| Overdue drain, ${fmt(d.created)} orders | ${fmt(d.perSec)} cancellations/s (${fmt(d.cancelled)} in ${fmt(d.seconds)} s, first to last) | ≥ ${fmt(TARGET.drainPerSec)}/s | ${d.created >= 100_000 ? (d.perSec >= TARGET.drainPerSec ? 'yes' : 'no') : 'not judged'} |`,
     ...reminderRows(rs, rd),
     '',
@@ -413,7 +485,7 @@ async function main(): Promise<void> {
     await run.createDatabase();
     const env = { LOG_LEVEL: process.env.BENCH_SERVICE_LOG_LEVEL ?? 'warn', QUEUE_PREFIX: queuePrefix, DATABASE_POOL_SIZE: String(cfg.dbPool) };
     const s = cfg.scenarios.includes('stream') ? await stream(run, env) : null;
-    if (s) log(`  stream: ${JSON.stringify(s.latenessMs)}`);
+    if (s) log(`  stream: ${JSON.stringify(s.latenessMs)}; payment reminders: ${JSON.stringify(s.paymentReminders)}`);
     const d = cfg.scenarios.includes('drain') ? await drain(run, env) : null;
     if (d) log(`  drain: ${JSON.stringify(d)}`);
     const rs = cfg.scenarios.includes('reminders') ? await reminderStream(run, env) : null;

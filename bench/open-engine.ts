@@ -7,12 +7,13 @@ import { openOurs } from './ours-engine.js';
 import { openPgBoss } from './pgboss-engine.js';
 import { schemaName } from './pg-util.js';
 
-export function openEngine(stores: BenchStores, ids: QueueIds): BenchQueue {
+/** `controls`: jobs of ten priorities and a rate limit far above the load (ours and BullMQ only). */
+export function openEngine(stores: BenchStores, ids: QueueIds, controls = false): BenchQueue {
   switch (ids.engine) {
     case 'ours':
-      return openOurs(stores.redisUrl, ids);
+      return openOurs(stores.redisUrl, ids, controls);
     case 'bullmq':
-      return openBullmq(stores.redisUrl, ids);
+      return openBullmq(stores.redisUrl, ids, controls);
     case 'pgboss':
       return openPgBoss(stores.databaseUrl, ids);
     case 'graphile':

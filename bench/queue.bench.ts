@@ -1,6 +1,7 @@
 // Side-by-side benchmark of our delay queue and its peers in the same run
 // (BullMQ on the same Redis; pg-boss and graphile-worker on the local
 // PostgreSQL): enqueue rate, storage per pending job, claim + ack throughput
+// (also with priorities and a rate limit in use, not biting: ours and BullMQ)
 // and lateness.
 // Prints one JSON document on stdout, prepends a section to bench/HISTORY.md and,
 // for a full-size run, replaces the queue's rows of BENCHMARKS.md's current figures.
@@ -8,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { type BenchConfig, ENGINES, type EngineName, type Scenario, benchRecordGroups, readConfig } from './bench-config.js';
+import { type BenchConfig, CONTROL_ENGINES, ENGINES, type EngineName, type Scenario, benchRecordGroups, readConfig } from './bench-config.js';
 import type { BenchQueue } from './bench-engine.js';
 import { infoField, log, round } from './bench-util.js';
 import { postgresVersion } from './pg-util.js';
@@ -21,8 +22,8 @@ import { enqueueDelays, measureClaim, measureEnqueue } from './throughput.js';
 const open = new Set<BenchQueue>();
 
 /** Opens a fresh queue for one (scenario, engine), runs `fn`, and always deletes its keys. */
-async function withQueue<T>(cfg: BenchConfig, engine: EngineName, scenario: string, fn: (q: BenchQueue) => Promise<T>): Promise<T> {
-  const q = openEngine(cfg, queueIds(engine, cfg.runTag, scenario));
+async function withQueue<T>(cfg: BenchConfig, engine: EngineName, scenario: string, fn: (q: BenchQueue) => Promise<T>, controls = false): Promise<T> {
+  const q = openEngine(cfg, queueIds(engine, cfg.runTag, scenario), controls);
   open.add(q);
   try {
     await q.init();
@@ -57,6 +58,13 @@ async function runEngine(cfg: BenchConfig, admin: Redis, engine: EngineName, sce
         const r = await withQueue(cfg, engine, scenario, (q) => measureClaim(cfg, q, c));
         into[scenario] = r;
         log(`  ${engine} claim+ack c${c}: ${r.jobsPerSec} jobs/s (handlers done: ${r.completedJobsPerSec} jobs/s)`);
+        return;
+      }
+      case 'claim50ctl': {
+        if (!CONTROL_ENGINES.includes(engine)) return;
+        const r = await withQueue(cfg, engine, scenario, (q) => measureClaim(cfg, q, 50), true);
+        into.claim50ctl = r;
+        log(`  ${engine} claim+ack c50, priorities and a rate limit in use: ${r.jobsPerSec} jobs/s (handlers done: ${r.completedJobsPerSec} jobs/s)`);
         return;
       }
       case 'lateness1':
@@ -121,7 +129,14 @@ function ratiosOf(r: RunResults): Record<string, Record<string, Num>> {
     for (const p of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[p] : undefined;
     return typeof v === 'number' ? v : undefined;
   };
-  const paths = ['enqueue.jobsPerSec', 'memory.usedMemoryBytesPerJob', 'memory.keyBytesPerJob', 'claim1.jobsPerSec', 'claim50.jobsPerSec'];
+  const paths = [
+    'enqueue.jobsPerSec',
+    'memory.usedMemoryBytesPerJob',
+    'memory.keyBytesPerJob',
+    'claim1.jobsPerSec',
+    'claim50.jobsPerSec',
+    'claim50ctl.jobsPerSec',
+  ];
   for (const l of ['lateness1', 'lateness4']) for (const q of ['p50', 'p99', 'p999', 'max']) paths.push(`${l}.wall.${q}`);
   const out: Record<string, Record<string, Num>> = {};
   for (const peer of ENGINES.filter((e) => e !== 'ours')) {

@@ -41,6 +41,7 @@ function rows(): Row[] {
     },
     { label: 'Claim + ack, concurrency 1 (jobs/s)', get: (r) => ok(r?.claim1)?.jobsPerSec, target: { op: '>=', value: 5_000 } },
     { label: 'Claim + ack, concurrency 50 (jobs/s)', get: (r) => ok(r?.claim50)?.jobsPerSec, target: { op: '>=', value: 50_000 } },
+    { label: 'Claim + ack, c50, priorities and a rate limit in use, not biting (jobs/s)', get: (r) => ok(r?.claim50ctl)?.jobsPerSec },
   ];
   for (const [key, procs] of [
     ['lateness1', 1],

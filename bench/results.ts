@@ -9,6 +9,8 @@ export type EngineResults = {
   memory?: MemoryResult | Failed;
   claim1?: ClaimResult | Failed;
   claim50?: ClaimResult | Failed;
+  /** claim50 with priorities in use and a rate limit far above the load (ours and BullMQ). */
+  claim50ctl?: ClaimResult | Failed;
   lateness1?: LatenessResult | Failed;
   lateness4?: LatenessResult | Failed;
 };

@@ -160,6 +160,9 @@ const schema = z.object({
   // in the end fill Redis, which must run with noeviction, and stop every queue.
   QUEUE_DEAD_RETENTION_DAYS: int(1, 3_650).default(7),
   QUEUE_DEAD_MAX_PER_SHARD: int(100, 100_000_000).default(100_000),
+  // The starvation bound of job priorities: a job due longer ago than this is
+  // claimed ahead of priority, oldest first (lua/lib/due-index.lua).
+  QUEUE_PRIORITY_AGING_MS: int(0, 3_600 * SECOND).default(10 * SECOND),
   // Largest job payload accepted, after JSON encoding.
   QUEUE_MAX_PAYLOAD_BYTES: int(64, 16 * KiB * KiB).default(64 * KiB),
   // Outbound rate limits shared by every worker: "<scope>=<count>/<interval>,..."

@@ -5,7 +5,9 @@
 //   stats [--watch]: print the queue table (no database needed)
 //   keys create|list|revoke: the clients' API keys (src/cli/keys.ts)
 //   ungroup: move job records out of the record groups (src/cli/ungroup.ts)
+//   reshard --queue <name|all> --to <n>: change a queue's shard count while the service runs (src/cli/reshard.ts)
 import { keysCommand } from './cli/keys.js';
+import { reshardCommand } from './cli/reshard.js';
 import { statsCommand } from './cli/stats.js';
 import { ungroupCommand } from './cli/ungroup.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -15,8 +17,8 @@ import { ROLES, type Role, startService } from './service.js';
 
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? 'all';
-  if (arg !== 'stats' && arg !== 'keys' && arg !== 'ungroup' && !(ROLES as readonly string[]).includes(arg)) {
-    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]|keys ...|ungroup]  (got "${arg}")\n`);
+  if (arg !== 'stats' && arg !== 'keys' && arg !== 'ungroup' && arg !== 'reshard' && !(ROLES as readonly string[]).includes(arg)) {
+    process.stderr.write(`usage: main [${ROLES.join('|')}|stats [--watch]|keys ...|ungroup|reshard ...]  (got "${arg}")\n`);
     process.exit(2);
   }
   const role = arg as Role;
@@ -32,6 +34,9 @@ async function main(): Promise<void> {
   }
   if (arg === 'stats') return statsCommand(config, process.argv.includes('--watch'));
   if (arg === 'ungroup') process.exit(await ungroupCommand(config, (line) => process.stdout.write(`${line}\n`)));
+  if (arg === 'reshard') {
+    process.exit(await reshardCommand(config, process.argv.slice(3), createLogger(config.LOG_LEVEL), (line) => process.stdout.write(`${line}\n`)));
+  }
   if (arg === 'keys') {
     const code = await keysCommand(config, process.argv.slice(3), createLogger('warn'), (line) => process.stdout.write(`${line}\n`));
     process.exit(code);

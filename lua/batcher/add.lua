@@ -23,7 +23,7 @@ exactly the oldest item left's arrival + the group's maximum wait.
 Uses lua/lib/time.lua and lua/lib/group.lua.
 
 KEYS[1] groups      ZSET  group -> deadline of its waiting items (ms): first arrival + max wait
-KEYS[2] groupRules  HASH  group -> "<batch size>,<max wait ms>" (absent: the defaults)
+KEYS[2] groupRules  HASH  group -> "<batch size>,<max wait ms>[,<version>]" (absent: the defaults)
 KEYS[3] items       ZSET  item -> arrival time (ms since epoch, Redis clock): the group's
 
 ARGV[1] wake channel (published with the group's deadline when the deadline

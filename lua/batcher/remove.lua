@@ -9,7 +9,7 @@ or a concurrent add could leave the group listed with a wrong deadline.
 Uses lua/lib/chunk.lua and lua/lib/group.lua.
 
 KEYS[1] groups      ZSET  group -> deadline (ms)
-KEYS[2] groupRules  HASH  group -> "<batch size>,<max wait ms>" (absent: the defaults)
+KEYS[2] groupRules  HASH  group -> "<batch size>,<max wait ms>[,<version>]" (absent: the defaults)
 KEYS[3] items       ZSET  item -> arrival (ms): the group's
 
 ARGV[1] group name

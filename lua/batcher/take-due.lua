@@ -16,7 +16,7 @@ off a migrating slot (lua/README.md).
 Uses lua/lib/time.lua and lua/lib/group.lua.
 
 KEYS[1] groups        ZSET  group -> deadline of its waiting items (ms)
-KEYS[2] groupRules    HASH  group -> "<batch size>,<max wait ms>" (absent: the defaults)
+KEYS[2] groupRules    HASH  group -> "<batch size>,<max wait ms>[,<version>]" (absent: the defaults)
 KEYS[3] itemsPrefix   (not a key itself) group items ZSET = prefix .. group
 
 ARGV[1] default maximum wait (ms), for a group without its own

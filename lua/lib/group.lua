@@ -9,30 +9,55 @@ back or changes the group's rule re-lists the group here, so its deadline is
 always exact (the flusher sleeps until the earliest deadline).
 
 A group's rule (batch size, maximum wait) is a field of the shard's `rules`
-HASH, "<size>,<wait ms>", either part empty for the caller's default; a
-group without a field takes both defaults.
+HASH, "<size>,<wait ms>[,<version>]", either part empty for the caller's
+default; a group without a field takes both defaults. The version (a whole
+number >= 1, the caller's source of truth raises it with every change) lets
+a rule read before a newer one was set (a put back, a late call) be refused
+instead of undoing the newer one; a versioned rule of two defaults is kept
+as ",,<version>" for the same reason.
 ]]
+
+-- A rule's parts: its size and wait (nil where empty: the default) and its
+-- version (0 when it has none, or is not a rule at all).
+local function groupParse(r)
+  local s, w, v = string.match(r, '^(%d*),(%d*),?(%d*)$')
+  if not s then return nil, nil, 0 end
+  return tonumber(s), tonumber(w), tonumber(v) or 0
+end
 
 -- The group's batch size and maximum wait (ms): its rule's, else the defaults.
 local function groupRule(rules, group, defSize, defWait)
   local size, wait = tonumber(defSize), tonumber(defWait)
   local r = redis.call('HGET', rules, group)
   if r then
-    local s, w = string.match(r, '^(%d*),(%d*)$')
-    if s and s ~= '' then size = tonumber(s) end
-    if w and w ~= '' then wait = tonumber(w) end
+    local s, w = groupParse(r)
+    if s then size = s end
+    if w then wait = w end
   end
   return size, wait
 end
 
 -- Sets the group's rule from `rule`: "" leaves it, "-" clears it (both
--- defaults), "<size>,<wait ms>" sets it (either part may be empty).
+-- defaults), "<size>,<wait ms>" sets it (either part may be empty), and
+-- "<size>,<wait ms>,<version>" sets it unless the group holds a rule of a
+-- later version (a put back or a late call carrying a rule read before the
+-- newer one was set must not undo it). Returns false when it refused.
 local function groupSetRule(rules, group, rule)
-  if rule == '-' or rule == ',' then
+  if rule == '' then return true end
+  local _, _, version = groupParse(rule)
+  if version > 0 then
+    local held = redis.call('HGET', rules, group)
+    if held then
+      local _, _, heldVersion = groupParse(held)
+      if heldVersion > version then return false end
+    end
+    redis.call('HSET', rules, group, rule)
+  elseif rule == '-' or rule == ',' then
     redis.call('HDEL', rules, group)
-  elseif rule ~= '' then
+  else
     redis.call('HSET', rules, group, rule)
   end
+  return true
 end
 
 -- Lists `group` in `groups` at its deadline (the arrival of its oldest item

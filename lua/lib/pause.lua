@@ -52,8 +52,19 @@ local function parkedRemove(rec, id)
   return redis.call('ZREM', parkedKey(typ), id) == 1
 end
 
+-- Jobs a change of the shard count copied into this shard and has not
+-- settled yet (queue/move-in.lua, queue/move-settle.lua; a Redis Cluster):
+-- ZSET job id -> 0 (pending) or its time of death (ms). Neither claimed nor
+-- counted; a write to the job here (schedule, cancel) takes it out, which
+-- tells the mover the copy is no longer its own. No job type has a '~', so
+-- no type's parked ZSET has this name.
+local function movingKey()
+  return parkedPrefix .. '~moving'
+end
+
 -- Takes a pending job (neither in flight nor dead) out of wherever it waits:
--- its due bucket, or else its type's parked ZSET. False when in neither.
+-- its due bucket, or else its type's parked ZSET, or else the copies of a
+-- shard count change. False when in none.
 local function pendingRemove(rec, id)
-  return dueRemove(recordDue(rec), id) or parkedRemove(rec, id)
+  return dueRemove(recordDue(rec), id, recordPriority(rec)) or parkedRemove(rec, id) or redis.call('ZREM', movingKey(), id) == 1
 end

@@ -12,7 +12,10 @@ the same rule of what is readable):
   due          ms since epoch: the job's place in the due index while it is
                pending (lib/due-index.lua finds its bucket by it); of its
                latest delivery while it is in flight or dead
-  maxAttempts  digits, or empty for the job type's default
+  maxAttempts  digits, or empty for the job type's default; then 'p' and the
+               job's priority (one digit, 0..9) when it is not the default 5,
+               so a default job's record is what it was before priorities
+               ("3" or "": priority 5; "3p7" or "p7": priority 7)
   type         the job type, never a comma
   payload      JSON text, last, anything
 
@@ -23,7 +26,11 @@ worker is never given what it cannot parse.
 ]]
 
 -- token, attempts, the position of the comma after attempts, due.
-local RECORD_HEAD = '^(%d+),(%d+)(),(%d+),%d*,[^,]*,'
+local RECORD_HEAD = '^(%d+),(%d+)(),(%d+),%d*p?%d?,[^,]*,'
+
+-- The priority a record without one has: its jobs are in the default lane
+-- (lib/due-index.lua), whose keys are the ones before priorities existed.
+local DEFAULT_PRIORITY = '5'
 
 -- The due time of a readable record (digits), or nil.
 local function recordDue(rec)
@@ -33,7 +40,20 @@ end
 
 -- The job type of a readable record, or nil.
 local function recordType(rec)
-  return string.match(rec, '^%d+,%d+,%d+,%d*,([^,]*),')
+  return string.match(rec, '^%d+,%d+,%d+,%d*p?%d?,([^,]*),')
+end
+
+-- The priority of a record (a digit), nil for the default one (and for an
+-- unreadable record): the lane its pending job waits in (lib/due-index.lua).
+local function recordPriority(rec)
+  return rec and string.match(rec, '^%d+,%d+,%d+,%d*p(%d),') or nil
+end
+
+-- The part of a new record after its due time: ",maxAttempts[pP],type,".
+-- maxA digits or ""; prio a digit, or "", nil or the default for none.
+local function recordTail(maxA, prio, typ)
+  local p = (prio and prio ~= '' and prio ~= DEFAULT_PRIORITY) and ('p' .. prio) or ''
+  return ',' .. maxA .. p .. ',' .. typ .. ','
 end
 
 -- Whether `rec` is the record of the delivery holding `token` (a string of digits).
@@ -62,7 +82,7 @@ local function recordRequeued(rec, dueText, refund)
   return '0,' .. string.format('%d', a) .. ',' .. dueText .. rest
 end
 
--- A new record, pending at `dueText`; `tail` is ",maxAttempts,type," (built once per call).
+-- A new record, pending at `dueText`; `tail` is recordTail's (built once per call).
 local function recordNew(dueText, tail, payload)
   return '0,0,' .. dueText .. tail .. payload
 end

@@ -17,7 +17,8 @@ jobs in small ZSETs for the same reason (lib/due-index.lua).
 Layout (one queue shard, all under its hash tag):
   meta            HASH  l (level), p (split pointer), n (records in groups),
                         g ('1' when the last schedule wrote new records into
-                        groups: QUEUE_RECORD_GROUPS=1)
+                        groups: QUEUE_RECORD_GROUPS=1); also e, the shard's
+                        layout epoch (queue/layout-fence.lua; not read here)
   prefix .. g     HASH  job id -> record, for the group number g (digits)
   legacy          HASH  job id -> record: records too long for a listpack,
                         records written with groups off (while a build that
@@ -76,6 +77,8 @@ local function recUse(legacy, meta, prefix)
   recLevel, recSplit, recCount = tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0')
   recGrouped = m[4] == '1'
   recDelta = 0
+  -- A script may turn to a second shard (queue/move.lua): what it knew of the first goes.
+  recLegacyLive = nil
 end
 
 -- A schedule tells whether new records go to groups (its caller's

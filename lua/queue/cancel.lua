@@ -20,10 +20,13 @@ KEYS[9] paused        HASH  (not read here)
 KEYS[10] parked       prefix of the parked ZSETs, one per type (no such key)
 
 ARGV[1] job id
+ARGV[2] layout epoch the caller acts on (as schedule.lua's ARGV[9])
 
 Returns 1 pending (in its due bucket or parked), 2 in flight, 3 dead: the
-state the job was removed from; 0 not found.
+state the job was removed from; 0 not found; -1 the shard's layout epoch is
+later than ARGV[2]: nothing removed (the caller reads the layout again).
 ]]
+if tonumber(redis.call('HGET', KEYS[5], 'e') or '0') > tonumber(ARGV[2]) then return -1 end
 local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])

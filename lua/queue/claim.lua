@@ -15,6 +15,11 @@ id still holds; and after a rollback, seq alone would hand out again tokens
 that workers of the lost window still hold. (Clocks of the masters a
 failover moves between must agree to within the failover's duration.)
 
+Due jobs are claimed in priority order (lib/due-index.lua, dueTake): those
+overdue by more than the aging bound first, oldest first, then lane by lane
+from priority 9 down to 0, earliest due first within a lane. Nothing is
+claimed before its due time.
+
 A claim carries a deadline on the Redis clock: sent on a connection to a
 server that then hung, it may run long after its worker gave up on it and
 closed the connection; past its deadline it changes nothing, so no job is
@@ -46,6 +51,9 @@ ARGV[2] lease length (ms)
 ARGV[3] max expired leases to return to due in this call
 ARGV[4] deadline (ms since epoch, Redis clock): past it the claim does nothing;
         "" for none
+ARGV[5] priority aging (ms): jobs due longer ago than this are claimed
+        first, oldest first, whatever their priority (lib/due-index.lua,
+        dueTake); "" or absent for none (strict priority among due jobs)
 
 Returns { now, nextDue, nextLease, reclaimed, parked, id1, due1, rec1, id2, ... }
   now        Redis clock (ms) when the claim ran
@@ -67,6 +75,7 @@ pauseUse(KEYS[10], KEYS[11])
 local now = nowMs()
 local maxClaim, lease, maxReclaim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if ARGV[4] ~= '' and now > tonumber(ARGV[4]) then return { now, -1, -1, -1, 0 } end
+local aging = ARGV[5] ~= nil and ARGV[5] ~= '' and tonumber(ARGV[5]) or nil
 
 -- Expired leases go back to the due index at the due time of their delivery
 -- (in the past, so they are claimed first); the attempt they used stays
@@ -79,7 +88,7 @@ if #expired > 0 then
   for i, id in ipairs(expired) do
     local due = recs[i] and recordDue(recs[i])
     if due then
-      dueAdd(due, id)
+      dueAdd(due, id, recordPriority(recs[i]))
       errArgs[#errArgs + 1] = id
       errArgs[#errArgs + 1] = 'lease expired: the worker holding the job stopped answering'
     elseif recs[i] then
@@ -103,7 +112,7 @@ if wholePaused then
 end
 
 if maxClaim > 0 then
-  local ids = dueTake(string.format('%d', now), maxClaim)
+  local ids = dueTake(string.format('%d', now), maxClaim, aging)
   local n = #ids
   if n > 0 then
     -- false for a missing record: recs[i] and keys[i] pair with ids[i].

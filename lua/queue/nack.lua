@@ -49,6 +49,6 @@ local atText = string.format('%d', at)
 -- Token 0 (never handed out) while pending; the attempt stays counted.
 recPut(key, id, recordRequeued(rec, atText, false))
 recDone()
-dueAdd(atText, id)
+dueAdd(atText, id, recordPriority(rec))
 if dueHead() == at then redis.call('PUBLISH', ARGV[1], at) end
 return { 1, at }

@@ -39,7 +39,7 @@ for _, id in ipairs(ids) do
   local moved = rec and recordMoved(rec, nowText)
   if moved and redis.call('ZREM', dead, id) == 1 then
     recPut(key, id, moved)
-    dueAdd(nowText, id)
+    dueAdd(nowText, id, recordPriority(moved))
     count = count + 1
   end
 end

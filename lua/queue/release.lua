@@ -44,7 +44,7 @@ for i = 4, #ARGV, 2 do
     -- Token 0 (never handed out) so the releasing worker cannot ack it later.
     recPut(key, id, recordRequeued(rec, atText, true))
     redis.call('ZREM', inflight, id)
-    dueAdd(atText, id)
+    dueAdd(atText, id, recordPriority(rec))
     released = released + 1
   end
 end

@@ -52,7 +52,7 @@ if field ~= '*' then
       -- without a readable record could never run: dropping it is the repair.
       local due = recs[i] and recordDue(recs[i])
       if due then
-        dueAdd(due, id)
+        dueAdd(due, id, recordPriority(recs[i]))
         moved = moved + 1
       end
     end

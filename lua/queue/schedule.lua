@@ -38,7 +38,15 @@ ARGV[5] type, for every job ("" with mode xx keeps each job's type and payload)
 ARGV[6] maxAttempts, for every job ("" = the job type's default)
 ARGV[7] "1": new records go to the record groups; "0": to the jobs HASH, where
         builds before the groups read them (a rolling upgrade)
-then N triples starting at ARGV[8]: id, time (whole ms, per ARGV[4]), payload (string)
+ARGV[8] priority, for every job: a digit 0..9 ("" = 5, the default); it picks
+        the job's lane (lib/due-index.lua); ignored when ARGV[5] is "" (a
+        move keeps each job's priority)
+ARGV[9] layout epoch the caller acts on (whole number; shard-layout.ts): a
+        shard fenced with a later one (field e of KEYS[5], written by the
+        mover of a change of the shard count before producers switch shards)
+        refuses the call, so a writer still on the old layout cannot put a
+        job where no one looks for it
+then N triples starting at ARGV[10]: id, time (whole ms, per ARGV[4]), payload (string)
 
 The settings shared by the whole call travel once, not once per job: a bulk
 schedule is the enqueue hot path, and Redis parses every argument.
@@ -49,20 +57,26 @@ Returns { now, codes }:
          3 exists (nx found the job pending or in flight), 4 not found (xx
          found no pending or in-flight job, xp no pending one), 5 dead (nx
          found the job in the dead set: it will not run unless redriven). A job with code 1 or 2 is due at its time ("at") or
-         now + its time ("in"); 3, 4 and 5 wrote nothing.
+         now + its time ("in"); 3, 4 and 5 wrote nothing. 6 for every job:
+         the shard's layout epoch is later than ARGV[9]; nothing written (the
+         caller reads the layout again and retries).
 Never an error reply for expected outcomes.
 ]]
+local now = nowMs()
+local n = tonumber(ARGV[2])
+-- The fence of a change of the shard count: one HGET, absent while none ran.
+if tonumber(redis.call('HGET', KEYS[5], 'e') or '0') > tonumber(ARGV[9]) then
+  return { now, string.rep('6', n) }
+end
 local due, dueBuckets, inflight, dead, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[7], KEYS[8]
 dueUse(due, dueBuckets)
 recUse(KEYS[4], KEYS[5], KEYS[6])
 pauseUse(KEYS[9], KEYS[10])
-local now = nowMs()
-local n = tonumber(ARGV[2])
 local mode, relative, typ, maxA = ARGV[3], ARGV[4] == 'in', ARGV[5], ARGV[6]
 recSetGrouped(ARGV[7] == '1')
 recMakeRoom(n)
 -- A new record is '0,0,' .. due .. tail .. payload.
-local tail = ',' .. maxA .. ',' .. typ .. ','
+local tail = recordTail(maxA, ARGV[8], typ)
 local codes = {}
 local headScore = dueHead()
 local newHead = nil
@@ -70,12 +84,12 @@ local newHead = nil
 -- The records of all ids, read before the first write. An id seen earlier in
 -- the call is read again, so every job sees the writes of the ones before it.
 local ids = {}
-for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 3] end
+for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 3] end
 local known, knownKeys = recGetMany(ids, 1, n)
 local seen = {}
 
 for i = 0, n - 1 do
-  local b = 8 + i * 3
+  local b = 10 + i * 3
   local id, payload = ARGV[b], ARGV[b + 2]
   -- Due times stay digits (whole ms) from ARGV to the record and the index;
   -- only a delay is added up, and comparisons use numbers.
@@ -135,7 +149,7 @@ for i = 0, n - 1 do
         recAdd(id, newRec, key)
         codes[i + 1] = '1'
       end
-      dueAdd(dueText, id)
+      dueAdd(dueText, id, recordPriority(newRec))
       if headScore == nil or due < headScore then
         headScore = due; newHead = due
       end

@@ -91,7 +91,7 @@ export function createMetrics() {
   });
   new Gauge({
     name: 'ots_queue_paused',
-    help: '1 when a queue (type "*") or one of its job types is paused in every shard, else 0 (read from Redis at scrape time; missing when Redis did not answer)',
+    help: '1 when a queue (type "*") or one of its job types is paused in every shard, 0.5 in some shards only (a pause or resume cut short: the pause check repairs it), else 0 (read from Redis at scrape time; missing when Redis did not answer)',
     labelNames: ['queue', 'type'],
     registers: [registry],
     async collect() {
@@ -104,7 +104,10 @@ export function createMetrics() {
       }
       watched.forEach((q, i) => {
         const s = states[i];
-        for (const type of ['*', ...q.types]) this.set({ queue: q.name, type }, (type === '*' ? s?.queue : s?.types.includes(type)) ? 1 : 0);
+        for (const type of ['*', ...q.types]) {
+          const all = type === '*' ? s?.queue : s?.types.includes(type);
+          this.set({ queue: q.name, type }, all ? 1 : s?.partial.includes(type) ? 0.5 : 0);
+        }
       });
     },
   });

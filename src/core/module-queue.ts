@@ -16,7 +16,9 @@ export const PERIODIC_JOB_OPTIONS: JobTypeOptions = { maxAttempts: 1_000 };
 export type QueueConfig = Pick<
   Config,
   'QUEUE_PREFIX' | 'QUEUE_SHARDS' | 'QUEUE_RECORD_GROUPS' | 'QUEUE_MAX_PAYLOAD_BYTES' | 'QUEUE_DEAD_RETENTION_DAYS' | 'QUEUE_DEAD_MAX_PER_SHARD'
->;
+> &
+  // Optional: absent, the engine's default bound (10 s).
+  Partial<Pick<Config, 'QUEUE_PRIORITY_AGING_MS'>>;
 
 export function createModuleQueue(redis: RedisClient, config: QueueConfig, name: string, types: Readonly<Record<string, JobTypeOptions>>): Queue {
   return createQueue(redis, {
@@ -26,6 +28,7 @@ export function createModuleQueue(redis: RedisClient, config: QueueConfig, name:
     recordGroups: config.QUEUE_RECORD_GROUPS === '1',
     maxPayloadBytes: config.QUEUE_MAX_PAYLOAD_BYTES,
     deadRetention: { maxAgeMs: config.QUEUE_DEAD_RETENTION_DAYS * 24 * 3_600_000, maxCount: config.QUEUE_DEAD_MAX_PER_SHARD },
+    ...(config.QUEUE_PRIORITY_AGING_MS !== undefined && { priorityAgingMs: config.QUEUE_PRIORITY_AGING_MS }),
     types,
   });
 }

@@ -8,6 +8,7 @@ export const QueueErrorCode = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNKNOWN_JOB_TYPE: 'UNKNOWN_JOB_TYPE',
   INVALID_OPTIONS: 'INVALID_OPTIONS',
+  INVALID_PRIORITY: 'INVALID_PRIORITY',
 } as const;
 export type QueueErrorCode = (typeof QueueErrorCode)[keyof typeof QueueErrorCode];
 

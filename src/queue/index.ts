@@ -64,6 +64,8 @@ export { LATENESS_BUCKETS_MS, createLatenessRecorder } from './telemetry/latenes
 export { type LatenessReader, createLatenessReader } from './telemetry/lateness-reader.js';
 export { checkEvictionPolicy } from './checks/eviction-check.js';
 export { QueueLayoutError, checkQueueLayout } from './checks/layout-check.js';
+// Changing a queue's shard count while the service runs.
+export { ReshardError, type ReshardOptions, type ReshardResult, reshard } from './producer/reshard.js';
 // The connection the engine runs on, and bounding a call in time.
 export { type RedisClient, isCluster, masters, subscriberOf } from './redis-client.js';
 export { TimeoutError, withTimeout } from './timeout.js';

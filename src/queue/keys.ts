@@ -64,6 +64,25 @@ export function shardCountKey(prefix: string, queue: string): string {
   return `${prefix}:{${queue}:0}:shards`;
 }
 
+/**
+ * The last change of the shard count (queue/shard-layout.ts, producer/reshard.ts),
+ * beside the count under shard 0's hash tag: HASH `from`, `to`, `phase`
+ * ('poll': workers poll both layouts' shards; 'move': producers write by `to`
+ * and jobs are being moved; 'done': the count was set by it). Absent when the
+ * queue was never resharded.
+ */
+export function reshardKey(prefix: string, queue: string): string {
+  return `${prefix}:{${queue}:0}:reshard`;
+}
+
+/** STRING: the mover holding a queue's change of the shard count (expires unless renewed): one mover at a time. */
+export function reshardLockKey(prefix: string, queue: string): string {
+  return `${prefix}:{${queue}:0}:reshard:lock`;
+}
+
+/** ZSET of the copies a change of the shard count made into a shard and has not settled (lua/lib/pause.lua, movingKey). */
+export const movingCopiesKey = (k: ShardKeys) => `${k.parked}~moving`;
+
 /** FNV-1a over the id's UTF-16 code units: stable across processes and cheap. */
 export function shardOf(jobId: string, shards: number): number {
   if (shards === 1) return 0;

@@ -1,4 +1,5 @@
-// The job record stored in the jobs HASH: "token,attempts,due,maxAttempts,type,payload".
+// The job record stored in the jobs HASH: "token,attempts,due,maxAttempts,type,payload",
+// maxAttempts followed by "p<priority>" when the priority is not the default.
 // Numbers first and the payload last so Lua can parse it with one pattern;
 // job types never contain a comma (see JOB_TYPE_PATTERN). Kept short on
 // purpose: it is paid for once per pending job.
@@ -16,6 +17,8 @@ export type JobRecord = {
   readonly due: number;
   /** Per-job override of the type's max attempts, or undefined. */
   readonly maxAttempts: number | undefined;
+  /** 0..9, higher claimed first among due jobs (lua/lib/due-index.lua); DEFAULT_PRIORITY when the record names none. */
+  readonly priority: number;
   readonly type: string;
   /** JSON text. */
   readonly payload: string;
@@ -29,7 +32,18 @@ export const JOB_TYPE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  */
 export const CORRUPT_RECORD_ERROR = 'corrupt job record';
 
-const RECORD = /^(\d+),(\d+),(\d+),(\d*),([^,]*),([\s\S]*)$/;
+/**
+ * A job's priority when none is given: its record then carries none, so a
+ * default job costs what it did before priorities, and it waits in the due
+ * index's default lane, the keys of that time (lua/lib/due-index.lua).
+ */
+export const DEFAULT_PRIORITY = 5;
+export const MIN_PRIORITY = 0;
+export const MAX_PRIORITY = 9;
+
+// The same rule as lua/lib/record.lua's RECORD_HEAD ("%d*p?%d?" for the
+// fourth field), so both sides agree on what is readable.
+const RECORD = /^(\d+),(\d+),(\d+),(\d*)p?(\d?),([^,]*),([\s\S]*)$/;
 
 export function parseRecord(text: string): JobRecord {
   const m = RECORD.exec(text);
@@ -39,7 +53,8 @@ export function parseRecord(text: string): JobRecord {
     attempts: Number(m[2]),
     due: Number(m[3]),
     maxAttempts: m[4] === '' ? undefined : Number(m[4]),
-    type: m[5] ?? '',
-    payload: m[6] ?? '',
+    priority: m[5] === '' || m[5] === undefined ? DEFAULT_PRIORITY : Number(m[5]),
+    type: m[6] ?? '',
+    payload: m[7] ?? '',
   };
 }

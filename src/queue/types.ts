@@ -144,6 +144,8 @@ export type JobInfo = {
   readonly lastError: string | null;
   /** Pending, but set aside while its job type is paused (it runs after resume). */
   readonly parked: boolean;
+  /** 0..9, higher claimed first among due jobs (ScheduleInput.priority); 5 unless given. */
+  readonly priority: number;
 };
 
 export type QueueStats = {

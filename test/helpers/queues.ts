@@ -1,7 +1,7 @@
 // Builds a queue and workers for a test, each worker on its own connections,
 // and tears everything down afterwards.
 import type { RedisClient } from '../../src/core/redis.js';
-import { createQueue, type JobTypeOptions, type Queue } from '../../src/queue/producer/queue.js';
+import { createQueue, type JobTypeOptions, type Queue, type QueueOptions } from '../../src/queue/producer/queue.js';
 import type { AnyJobHandler, WorkerEvent } from '../../src/queue/types.js';
 import { createWorker, type Worker, type WorkerOptions } from '../../src/queue/consumer/worker.js';
 import { dropQueue, redisClient, uniqueQueueName } from './redis.js';
@@ -17,10 +17,16 @@ export type Harness = {
   close(): Promise<void>;
 };
 
-export function harness(tag: string, types: Record<string, JobTypeOptions>, shards = 1): Harness {
+/** `options`: the queue's other options (priorityAgingMs...). */
+export function harness(
+  tag: string,
+  types: Record<string, JobTypeOptions>,
+  shards = 1,
+  options: Partial<Omit<QueueOptions, 'name' | 'types' | 'shards'>> = {},
+): Harness {
   const redis = redisClient(`${tag}-producer`);
   const name = uniqueQueueName(tag);
-  const queue = createQueue(redis, { name, types, shards });
+  const queue = createQueue(redis, { ...options, name, types, shards });
   const events: WorkerEvent[] = [];
   const started: { worker: Worker; redis: RedisClient }[] = [];
   let stopped = false;

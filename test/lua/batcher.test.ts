@@ -194,7 +194,7 @@ describe('a group rule', () => {
     expect(await b.rules(0)).toEqual(new Map([['A', { batchSize: 2, maxWaitMs: null }]]));
   });
 
-  it('set-rule applies to what waits: a smaller size takes full batches, the deadline moves with the wait, and announces it', async () => {
+  it('setRule (restore with a rule and no items) applies to what waits: a smaller size takes full batches, the deadline moves with the wait, and announces it', async () => {
     const b = batcher(10, 60_000);
     const sub = redis.duplicate();
     await whenReady(sub, 5_000);
@@ -261,9 +261,50 @@ describe('a group rule', () => {
     expect(await b.rules(0)).toEqual(new Map([['A', { batchSize: 4, maxWaitMs: 2_000 }]]));
   });
 
+  it('a versioned rule: an older one is refused (setRule or restore), the same or a newer one set; cleared, its version kept', async () => {
+    const b = batcher(10, 60_000);
+    for (let i = 1; i <= 3; i++) await b.add('A', `p${i}`, i * 1_000);
+    await b.setRule('A', { batchSize: 5, maxWaitMs: 2_000, version: 3 });
+    // Older: refused, and the items a restore brings are judged by the group's own (3 + 2 = 5: full by size 5, not by 2).
+    expect(await b.setRule('A', { batchSize: 2, maxWaitMs: null, version: 2 })).toEqual({ batches: [] });
+    const r = await b.restore('A', [4, 5].map((i) => ({ item: `p${i}`, arrivedAt: i * 1_000 })), { takeFull: true, rule: { batchSize: 2, maxWaitMs: null, version: 1 } });
+    expect(items(r.batches)).toEqual([['p1', 'p2', 'p3', 'p4', 'p5']]);
+    expect(await b.rules(0)).toEqual(new Map([['A', { batchSize: 5, maxWaitMs: 2_000, version: 3 }]]));
+    // The same version again, then a newer one: set.
+    await b.setRule('A', { batchSize: 5, maxWaitMs: 2_000, version: 3 });
+    await b.setRule('A', { batchSize: 4, maxWaitMs: null, version: 4 });
+    expect((await b.rules(0)).get('A')).toEqual({ batchSize: 4, maxWaitMs: null, version: 4 });
+    // Back to the defaults at version 5: no rule, but version 4 cannot come back.
+    await b.setRule('A', { batchSize: null, maxWaitMs: null, version: 5 });
+    await b.setRule('A', { batchSize: 4, maxWaitMs: null, version: 4 });
+    expect((await b.rules(0)).has('A')).toBe(false);
+    expect(await redis.hget(b.keys[0]!.groupRules, 'A')).toBe(',,5');
+    // A rule without a version is set whatever the group holds (the caller keeps no versions).
+    await b.setRule('A', { batchSize: 7, maxWaitMs: null });
+    expect((await b.rules(0)).get('A')).toEqual({ batchSize: 7, maxWaitMs: null });
+  });
+
+  it('restore with a rule and no items is the rule change alone (no pairs for its chunked put back)', async () => {
+    const b = batcher(10, 60_000);
+    for (let i = 1; i <= 3; i++) await b.add('A', `p${i}`, i * 1_000);
+    const r = await b.restore('A', [], { takeFull: true, rule: { batchSize: 2, maxWaitMs: 500, version: 1 } });
+    expect(items(r.batches)).toEqual([['p1', 'p2']]);
+    expect(await b.waiting('A')).toEqual({ count: 1, firstArrival: 3_000, deadline: 3_500 });
+    // Without takeFull: the rule and the deadline only (p3 alone is a full batch of 1, left waiting).
+    expect(await b.restore('A', [], { rule: { batchSize: 1, maxWaitMs: 100, version: 2 } })).toEqual({ batches: [] });
+    expect(await b.waiting('A')).toEqual({ count: 1, firstArrival: 3_000, deadline: 3_100 });
+  });
+
   it('refuses a rule that could not be kept as digits', async () => {
     const b = batcher(3);
-    for (const bad of [{ batchSize: 0, maxWaitMs: null }, { batchSize: 1.5, maxWaitMs: null }, { batchSize: null, maxWaitMs: -1 }, { batchSize: null, maxWaitMs: 0.5 }]) {
+    for (const bad of [
+      { batchSize: 0, maxWaitMs: null },
+      { batchSize: 1.5, maxWaitMs: null },
+      { batchSize: null, maxWaitMs: -1 },
+      { batchSize: null, maxWaitMs: 0.5 },
+      { batchSize: 2, maxWaitMs: null, version: 0 },
+      { batchSize: 2, maxWaitMs: null, version: 1.5 },
+    ]) {
       await expect(b.setRule('A', bad)).rejects.toBeInstanceOf(QueueInputError);
     }
     expect(await b.rules(0)).toEqual(new Map());

@@ -6,10 +6,12 @@
 // reminder's call runs (and a move straight back), repeated bookings under their
 // Idempotency-Key, reads, the other client reading, moving and cancelling an
 // appointment, listing its notifications and booking under its
-// Idempotency-Key value, time steps around the remind times, receiver
-// behaviours and faults. The model keeps, per slot (appointment and start),
-// when the appointment held it and the remind time it had then. The rules
-// checked:
+// Idempotency-Key value, bookings with a list of leads (moved, given a new
+// list, cancelled, a list changed while one of its reminders' call runs),
+// time steps around the remind times, receiver behaviours and faults. The
+// model keeps, per slot (appointment and start; with a list of leads, per
+// slot and lead), when the appointment held it and the remind time it had
+// then. The rules checked:
 // - no effect crosses clients: another client's read, move and cancel are
 //   answered at once exactly as for an unknown id (404
 //   APPOINTMENT_NOT_FOUND), its list of the appointment's notifications is
@@ -36,7 +38,11 @@
 //   call, during a call too); the receiver takes a reminder twice only when
 //   a fault cut a send off; a reminder the receiver refused (400) ends FAILED
 //   and is not called again, whatever moves follow (unless a fault cut the
-//   worker off before it recorded the refusal).
+//   worker off before it recorded the refusal);
+// - the same per slot and lead for a booking with a list of leads: at most
+//   one reminder each, none for a lead dropped before its time or skipped
+//   (its time had passed when it was set while another was still to come),
+//   each lead held past its remind time reminded (leads-check.ts).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Book, BookMany, RepeatBook } from './appointments/book.steps.js';
@@ -45,6 +51,7 @@ import type { Model } from './appointments/model.js';
 import { ChangeLead } from './appointments/lead.step.js';
 import { Cancel, Move, MoveAndCancel } from './appointments/move-cancel.steps.js';
 import { Read } from './appointments/read.step.js';
+import { BookLeads, CancelLeads, ChangeLeads, LeadsAwayAndBack, LeadsDuringCall, MoveLeads } from './appointments/leads.steps.js';
 import { settleAndCheck } from './appointments/settle-and-check.js';
 import { ForeignCancel, ForeignMove, ForeignNotifications, ForeignRead, ForeignRepeatBook } from './appointments/cross-client.steps.js';
 import { type Step, runSuite } from './runner.js';
@@ -62,6 +69,8 @@ const offset = fc.integer({ min: -1_000, max: 2_500 });
 /** The aimed take-back's slot: far enough ahead that a loaded host still calls the reminder, and moves back, before it starts. */
 const ROOMY_START_IN_MS = 10_000;
 const client = fc.constantFrom<ModelClient>(...MODEL_CLIENTS);
+/** A list of distinct leads (s), as a booking or a change gives it. */
+const leadList = (min: number, max: number) => fc.uniqueArray(fc.integer({ min: 1, max: 5 }), { minLength: min, maxLength: max });
 const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 3 }), offset, client).map(([l, o, c]) => new Book(l, o, c)) },
   {
@@ -104,6 +113,17 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
       .map(([k, o, c]) => new DuringCall(k, 'lead', o, c)),
   },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },
+  // Several leads: one reminder per slot and lead, each moved, dropped, added and withdrawn on its own.
+  { weight: 2, arbitrary: fc.tuple(leadList(2, 3), offset, client).map(([l, o, c]) => new BookLeads(l, o, c)) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.option(fc.nat(), { nil: null }), offset).map(([i, b, o]) => new MoveLeads(i, b, o)) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), leadList(1, 3)).map(([i, l]) => new ChangeLeads(i, l)) },
+  { weight: 1, arbitrary: fc.nat().map((i) => new CancelLeads(i)) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom([1], [2, 1], [4, 2], [3]), client).map(([t, c]) => new LeadsDuringCall(t, c)) },
+  // A slot and lead left while its reminder's call fails or runs, then held again: the take-back per lead.
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom<'fail' | 'slowOk'>('fail', 'fail', 'slowOk'), offset, client).map(([k, o, c]) => new LeadsAwayAndBack(k, o, c)),
+  },
   // The other client's hand on an appointment, most often one of the latest
   // (still BOOKED, its reminder still to come: where a missing client
   // condition would move or cancel it).
@@ -120,7 +140,7 @@ describe('appointments and reminders, model-based', () => {
       name: 'appointments',
       world: () => world,
       operations,
-      newModel: () => ({ appts: [], books: 0, leads: { changed: 0, atOnce: 0, duringCall: 0 } }),
+      newModel: () => ({ appts: [], multi: [], books: 0, leads: { changed: 0, atOnce: 0, duringCall: 0 } }),
       // Refusals too (a 400 ends a reminder FAILED for good): the 2026-11-25 review's refused reminder taken back.
       receiverKinds: RECEIVER_KINDS,
       settleAndCheck,

@@ -1,6 +1,7 @@
 // Model-based suite of notification delivery: notifications are made, by
 // either of two clients, by customer cancellations of orders and by reminders
-// due at once, while the receiver answers at random (ok, fails, slow within
+// due at once (their delivery jobs at priority 8 and the default 5,
+// notification-priority.ts, so the queue's priority lanes are drawn too), while the receiver answers at random (ok, fails, slow within
 // the timeout, slow past it, hangs, refuses as malformed) and faults strike;
 // an operator redrives refused ones (one at a time, and one job twice at
 // once), and runs a notification's delivery job now while its call runs (two

@@ -11,7 +11,8 @@
 // or to a time earlier or later; raced with a pay; an order made with a long
 // window moved much earlier at once; one moved past its deadline while its
 // expiry job is gone) and extended by an operator, an order paid while its
-// payment reminder waits for a retry, the clocks set apart for a
+// payment reminder waits for a retry, a deadline moved away and back to the
+// same instant while its reminder waits for a retry, the clocks set apart for a
 // while (the worker hosts' wall clocks off by seconds either way, Redis's
 // clock stepped ahead: the expiries due within the step run now), reads, time
 // steps around the payment windows, receiver behaviours and faults. The rules
@@ -48,13 +49,22 @@
 //   one per deadline the order had, written between its time and the
 //   deadline, never after the order was paid or cancelled, never sent by a
 //   delivery that claimed it after that; an order unpaid through its last
-//   deadline (no fault near) was reminded for it.
+//   deadline (no fault near) was reminded for it, its reminder not left
+//   withdrawn by a move.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
 import { SkewClocks, WORKERS } from './orders/clock.step.js';
 import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
-import { AdminExtend, CreateAndMoveEarlier, MoveDeadline, MoveRacingPay, PayWhileReminderWaits, SettleBeforeReminder } from './orders/deadline.steps.js';
+import {
+  AdminExtend,
+  CreateAndMoveEarlier,
+  MoveAwayAndBack,
+  MoveDeadline,
+  MoveRacingPay,
+  PayWhileReminderWaits,
+  SettleBeforeReminder,
+} from './orders/deadline.steps.js';
 import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainstForeignCancel } from './orders/cross-client.steps.js';
 import type { Model } from './orders/model.js';
 import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
@@ -124,6 +134,8 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 200, max: 700 })).map(([i, late]) => new CancelExpiryJob(i, late, 'move')) },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 500, max: 2_500 }), fc.integer({ min: 1, max: 2 })).map(([ms, s]) => new AdminExtend(ms, s)) },
   { weight: 1, arbitrary: client.map((c) => new PayWhileReminderWaits(c)) },
+  // Moved away and back to the same deadline while its reminder waits for a retry: taken back, not lost.
+  { weight: 1, arbitrary: client.map((c) => new MoveAwayAndBack(c)) },
   // Settled before the reminder's time: its job still fires then and must write nothing.
   { weight: 1, arbitrary: fc.tuple(client, fc.constantFrom<'pay' | 'cancel'>('pay', 'cancel')).map(([c, how]) => new SettleBeforeReminder(c, how)) },
   // The clocks apart for a while: each worker host's off by seconds either

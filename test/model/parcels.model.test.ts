@@ -13,8 +13,9 @@
 // such a group then filled up at once by intakes of its area), area rules
 // changed while parcels wait (a batch size of 1..3 or the default 4, a
 // maximum wait of 1..3 s or the default 1.5 s), manual flushes, withdraws
-// and moves of parcels, a flush racing the FULL add and a withdraw on one
-// area, time steps around the maximum waits, receiver behaviours and
+// and moves of parcels, two opposite moves of one parcel at once, a flush
+// racing the FULL add and a withdraw on one area, time steps around the
+// maximum waits, receiver behaviours and
 // faults. The rules checked:
 // - no effect crosses clients: another client's parcel, area and batch are
 //   answered exactly as unknown ones (404, the same body but for the id), or
@@ -32,7 +33,8 @@
 //   batch, a batch read twice is the same, no batch above its area's size
 //   (the rule current when it was made), a flush's batch MANUAL of its own
 //   area's parcels, a withdrawn parcel never seen in a batch (nor seen
-//   batched answered WITHDRAWN), a moved one in its new area, arrival kept;
+//   batched answered WITHDRAWN), a moved one in its new area, arrival kept,
+//   and after two opposite moves in no Redis group but its area's;
 // - once settled: every accepted parcel not withdrawn in exactly one batch of
 //   its own (last) area, a withdrawn one WITHDRAWN in none, no row for a
 //   refused one; every batch counts the parcels it holds; a FULL batch holds
@@ -53,7 +55,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForeignIntake, ForeignPutArea, ForeignReadArea, ForeignReadBatch, ForeignReadParcel } from './parcels/cross-client.steps.js';
-import { Flush, FlushRace, Move, SetAreaRule, Withdraw } from './parcels/changes.steps.js';
+import { Flush, FlushRace, Move, MoveRace, SetAreaRule, Withdraw } from './parcels/changes.steps.js';
 import { BatchIntake, Burst, ConflictIntake, Intake, IntakeUnknownArea, PutArea, RepeatIntake } from './parcels/intake.steps.js';
 import { AREAS, type Model, PLATES, RULE_SIZES, RULE_WAITS_S, newModel } from './parcels/model.js';
 import { ReadBatch, ReadParcel } from './parcels/read.steps.js';
@@ -107,6 +109,8 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 2, arbitrary: fc.nat().map((a) => new Flush(a)) },
   { weight: 3, arbitrary: fc.nat().map((i) => new Withdraw(i)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => new Move(i, t)) },
+  // Two opposite moves of one parcel at once: it ends in the group of the area its row says.
+  { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => new MoveRace(i, t)) },
   { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new FlushRace(a, n)) },
 );
 

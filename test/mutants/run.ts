@@ -8,7 +8,8 @@
 // written. A mutant whose text does not occur exactly once stops the run
 // before anything starts.
 //
-// npm run test:mutants [-- M1 M4 ...] [-- --model-only | --integration-only] [-- --jobs N]
+// npm run test:mutants [-- M1 M4 ... | --all] [-- --model-only | --integration-only] [-- --jobs N]
+// (no ids: the required set, the score CI's seeds are held to; --all: the whole list)
 // npm run test:mutants -- --unmutated [orders ...]   the suites without a mutant: pass, time, summary
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -213,7 +214,7 @@ async function main(): Promise<void> {
     }
   }
   const only = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--jobs');
-  const list = only.length ? MUTANTS.filter((m) => only.includes(m.id)) : MUTANTS;
+  const list = only.length ? MUTANTS.filter((m) => only.includes(m.id)) : args.includes('--all') ? MUTANTS : MUTANTS.filter((m) => m.required);
   if (only.length && list.length !== only.length) throw new Error(`unknown mutant among ${only.join(' ')}`);
   const jobs = jobCount(args);
   // One scratch tree per lane: a lane mutates its own copy, never another's.

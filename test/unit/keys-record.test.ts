@@ -30,10 +30,18 @@ describe('job record', () => {
       attempts: 2,
       due: 1764000000123,
       maxAttempts: undefined,
+      priority: 5,
       type: 'order.expire',
       payload: '{"a":[1,2],"b":"x\ny"}',
     });
     expect(parseRecord('0,0,5,3,t,null').maxAttempts).toBe(3);
+  });
+
+  it('reads the priority after maxAttempts, 5 when none is written', () => {
+    expect(parseRecord('0,0,5,3p7,t,null')).toMatchObject({ maxAttempts: 3, priority: 7, type: 't' });
+    expect(parseRecord('0,0,5,p0,t,null')).toMatchObject({ maxAttempts: undefined, priority: 0 });
+    expect(parseRecord('0,0,5,37,t,null')).toMatchObject({ maxAttempts: 37, priority: 5 });
+    expect(() => parseRecord('0,0,5,3p77,t,null')).toThrow(/corrupt/);
   });
 
   it('rejects a corrupt record', () => {

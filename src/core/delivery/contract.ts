@@ -22,8 +22,13 @@ export type DeliverySubject = 'order_id' | 'appointment_id' | 'batch_id' | 'time
 /** The dedupe key of each kind's row: one per business event (a unique index holds it). */
 export const dedupeKey = {
   orderCancelled: (orderId: string) => `order-cancelled:${orderId}`,
-  /** One reminder per slot: the appointment and the start it was written for. */
-  appointmentReminder: (appointmentId: string, startsAtMs: number) => `appointment-reminder:${appointmentId}:${startsAtMs}`,
+  /**
+   * One reminder per slot and lead: the appointment, the start it was written
+   * for and its lead (s); without a lead, the appointment's key lead (the
+   * form every reminder had when there was one lead per booking).
+   */
+  appointmentReminder: (appointmentId: string, startsAtMs: number, leadSeconds?: number | null) =>
+    `appointment-reminder:${appointmentId}:${startsAtMs}${leadSeconds == null ? '' : `:${leadSeconds}`}`,
   batchDispatched: (batchId: string) => `batch-dispatched:${batchId}`,
   /** One row per firing of a timer: its first, second, ... */
   timerFiring: (timerId: string, firing: number) => `timer:${timerId}:${firing}`,
@@ -38,8 +43,11 @@ export const dedupeKey = {
  */
 export const dedupeKeySql = {
   orderCancelled: (orderId: Prisma.Sql) => Prisma.sql`'order-cancelled:' || ${orderId}`,
-  appointmentReminder: (appointmentId: Prisma.Sql, startsAt: Prisma.Sql) =>
-    Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint`,
+  /** `leadSeconds`: an int expression, NULL for the key lead's form. */
+  appointmentReminder: (appointmentId: Prisma.Sql, startsAt: Prisma.Sql, leadSeconds?: Prisma.Sql) =>
+    leadSeconds
+      ? Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint || COALESCE(':' || ${leadSeconds}, '')`
+      : Prisma.sql`'appointment-reminder:' || ${appointmentId} || ':' || floor(extract(epoch FROM ${startsAt}) * 1000)::bigint`,
   batchDispatched: (batchId: Prisma.Sql) => Prisma.sql`'batch-dispatched:' || ${batchId}`,
   timerFiring: (timerId: Prisma.Sql, firing: Prisma.Sql) => Prisma.sql`'timer:' || ${timerId} || ':' || ${firing}`,
   orderPaymentReminder: (orderId: Prisma.Sql, expiresAt: Prisma.Sql) =>

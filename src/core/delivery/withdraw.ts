@@ -30,9 +30,11 @@ export type Withdrawal = {
   subject: DeliverySubject;
   /**
    * The subjects, as a FROM item aliased `s` with columns `id` (the subject)
-   * and `kept_key` (the dedupe key of the one row still held, NULL when none is).
+   * and `kept_key` (the dedupe key of the one row still held, NULL when none is),
+   * or with `keptMany`, `kept_keys` (text[]: the rows still held, NULL or empty when none is).
    */
   from: Prisma.Sql;
+  keptMany?: boolean;
   reason: string;
 };
 
@@ -44,5 +46,5 @@ export function withdrawSql(o: Withdrawal): Prisma.Sql {
      FROM ${o.from}
     WHERE n.${Prisma.raw(o.subject)} = s.id AND n.kind = ${o.kind}::"NotificationKind"
       AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
-      AND (s.kept_key IS NULL OR n.dedupe_key <> s.kept_key)`;
+      AND ${o.keptMany ? Prisma.sql`n.dedupe_key <> ALL(COALESCE(s.kept_keys, ARRAY[]::text[]))` : Prisma.sql`(s.kept_key IS NULL OR n.dedupe_key <> s.kept_key)`}`;
 }

@@ -54,6 +54,8 @@ export const jobJsonSchema = z.object({
   lastError: z.string().nullable(),
   /** Pending, but set aside while its job type is paused (POST /admin/queues/{name}/pause). */
   parked: z.boolean(),
+  /** 0..9: among due jobs, higher is claimed first (5 unless the job was scheduled with another). */
+  priority: z.int(),
 });
 export type JobJson = z.input<typeof jobJsonSchema>;
 export const deadPageJsonSchema = z.object({

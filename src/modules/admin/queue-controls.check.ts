@@ -9,17 +9,23 @@
 import type { Db } from '../../core/db.js';
 import type { Logger } from '../../core/logger.js';
 import type { PauseState, Queue } from '../../queue/index.js';
-import { pausedTargets, recordReapplied } from './sql/queue-controls.js';
+import { type Sql, asTheOnlyChecker, pausedTargets, recordReapplied } from './sql/queue-controls.js';
 
 /** How often the check runs (ms): a lost pause is re-applied within about this long. */
 export const PAUSE_CHECK_EVERY_MS = 5_000;
+/** A pass longer than this is cut off (its transaction rolled back; the next pass starts over). */
+const PASS_LIMIT_MS = 60_000;
 
 export type PauseCheck = {
   start(): void;
   /** Stops the loop; resolves when no pass is running. */
   stop(): Promise<void>;
-  /** One pass (tests and the loop); returns the targets whose state was re-applied (`queue/type`, `:resume` for a lifted pause). */
-  runOnce(): Promise<{ reapplied: string[] }>;
+  /**
+   * One pass (tests and the loop); returns the targets whose state was
+   * re-applied (`queue/type`, `:resume` for a lifted pause), or null when
+   * another process was checking.
+   */
+  runOnce(): Promise<{ reapplied: string[] } | null>;
 };
 
 export function createPauseCheck(o: { db: Db; queues: readonly Queue[]; log: Logger; everyMs?: number }): PauseCheck {
@@ -28,14 +34,14 @@ export function createPauseCheck(o: { db: Db; queues: readonly Queue[]; log: Log
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  async function checkQueue(q: Queue, s: PauseState, intended: readonly string[], reapplied: string[]): Promise<void> {
+  async function checkQueue(db: Sql, q: Queue, s: PauseState, intended: readonly string[], reapplied: string[]): Promise<void> {
     const held = new Set([...(s.queue ? ['*'] : []), ...s.types]);
     const target = (type: string) => (type === '*' ? undefined : type);
     for (const type of intended) {
       if (held.has(type)) continue;
       // Also a pause held by some shards only: one that lost it still claims.
       o.log.warn({ queue: q.name, type }, 'queue pause lost in Redis (restart without the write?); re-applying it');
-      await recordReapplied(o.db, { queue: q.name, type }, 'pause missing in Redis');
+      await recordReapplied(db, { queue: q.name, type }, 'pause missing in Redis');
       await q.pause(target(type));
       reapplied.push(`${q.name}/${type}`);
     }
@@ -48,16 +54,16 @@ export function createPauseCheck(o: { db: Db; queues: readonly Queue[]; log: Log
       }
       // Read again just before lifting: an operator's pause made since the
       // first read must not be undone on the strength of that read.
-      if ((await pausedTargets(o.db)).some((r) => r.queue === q.name && r.type === type)) continue;
+      if ((await pausedTargets(db)).some((r) => r.queue === q.name && r.type === type)) continue;
       o.log.warn({ queue: q.name, type }, 'queue paused in Redis but not in queue_controls (a resume Redis lost?); lifting it');
-      await recordReapplied(o.db, { queue: q.name, type }, 'resume missing in Redis');
+      await recordReapplied(db, { queue: q.name, type }, 'resume missing in Redis');
       await q.resume(target(type));
       reapplied.push(`${q.name}/${type}:resume`);
     }
     await q.unparkResumed();
   }
 
-  async function runOnce(): Promise<{ reapplied: string[] }> {
+  async function pass(db: Sql): Promise<{ reapplied: string[] }> {
     // Redis first, then PostgreSQL: an operator commits to PostgreSQL before
     // Redis, so a change made between the two reads shows in the second, and
     // the check then only writes what the operator is writing anyway. (Read
@@ -65,12 +71,12 @@ export function createPauseCheck(o: { db: Db; queues: readonly Queue[]; log: Log
     // only and be lifted.) A change made while the check writes may be
     // overwritten; the next pass puts PostgreSQL's state back.
     const states = await Promise.all(o.queues.map((q) => q.pauseState()));
-    const rows = await pausedTargets(o.db);
+    const rows = await pausedTargets(db);
     const reapplied: string[] = [];
     for (const [i, q] of o.queues.entries()) {
       const intended = rows.filter((r) => r.queue === q.name && (r.type === '*' || q.types.includes(r.type))).map((r) => r.type);
       try {
-        await checkQueue(q, states[i] as PauseState, intended, reapplied);
+        await checkQueue(db, q, states[i] as PauseState, intended, reapplied);
       } catch (err) {
         // One queue's failure must not keep the check from the others.
         o.log.error({ err, queue: q.name }, 'queue pause check failed for this queue; next pass tries again');
@@ -78,6 +84,8 @@ export function createPauseCheck(o: { db: Db; queues: readonly Queue[]; log: Log
     }
     return { reapplied };
   }
+
+  const runOnce = () => asTheOnlyChecker(o.db, PASS_LIMIT_MS, pass);
 
   function schedule(): void {
     if (stopped) return;

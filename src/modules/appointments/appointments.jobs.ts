@@ -1,5 +1,5 @@
-// The reminder jobs of slots, handled in batches: one statement writes the
-// reminder of every slot of the batch still held and due
+// The reminder jobs of slots and leads, handled in batches: one statement
+// writes the reminder of every slot and lead of the batch still held and due
 // (appointments.service.ts remindMany). Idempotent: a second delivery writes
 // nothing. (The periodic reconciliation pass is in appointments.reconcile.ts.)
 import { z } from 'zod';
@@ -14,8 +14,8 @@ const NOT_DUE_RETRY_MS = 20;
 /** Reminder jobs written by one statement at most. */
 export const REMIND_BATCH_MAX = 500;
 
-// The slot's start (ms since epoch); the appointment is the job id's.
-const remindPayload = z.object({ startsAt: z.int() });
+// The slot's start (ms since epoch) and its lead (s; none: the key lead); the appointment is the job id's.
+const remindPayload = z.object({ startsAt: z.int(), lead: z.int().optional() });
 
 export function appointmentsJobHandlers(service: AppointmentsService, log: Logger): Record<string, AnyJobHandler> {
   return {
@@ -25,7 +25,9 @@ export function appointmentsJobHandlers(service: AppointmentsService, log: Logge
         const slots = jobs.map((job): ReminderSlot | null => {
           const p = remindPayload.safeParse(job.payload);
           const appointmentId = appointmentIdOfRemindJob(job.id);
-          return p.success && appointmentId ? { appointmentId: appointmentId.toLowerCase(), startsAtMs: p.data.startsAt } : null;
+          return p.success && appointmentId
+            ? { appointmentId: appointmentId.toLowerCase(), startsAtMs: p.data.startsAt, leadSeconds: p.data.lead ?? null }
+            : null;
         });
         const valid = slots.filter((s): s is ReminderSlot => s !== null);
         const outcomes = await service.remindMany(valid);
@@ -36,7 +38,8 @@ export function appointmentsJobHandlers(service: AppointmentsService, log: Logge
           const r = of.get(slot)!;
           if (!r.ok) return { error: r.error };
           if (r.value.kind === 'not_due') return { retryInMs: Math.max(r.value.inMs, NOT_DUE_RETRY_MS) };
-          if (r.value.kind === 'written') log.info({ jobId: job.id, startsAt: new Date(slot.startsAtMs).toISOString() }, 'appointment reminder written');
+          if (r.value.kind === 'written')
+            log.info({ jobId: job.id, startsAt: new Date(slot.startsAtMs).toISOString(), lead: slot.leadSeconds }, 'appointment reminder written');
           return undefined;
         });
       },

@@ -16,9 +16,10 @@ import { type UnremindedWindow, listUnreminded } from './sql/unreminded.js';
 import { writeReminders } from './sql/write-reminders.js';
 
 export type { AppointmentRow, ReminderSlot, ReminderState } from './sql/appointment-row.js';
-export { slotKey } from './sql/appointment-row.js';
+export { slotKey, slotLead } from './sql/appointment-row.js';
 export type { NewAppointment } from './sql/insert-appointments.js';
 export type { MovePlan, SlotPlan } from './sql/change-slot.js';
+export type { UnmarkedLead } from './sql/unreminded.js';
 
 export function createAppointmentsRepository(db: Db) {
   return {
@@ -29,14 +30,14 @@ export function createAppointmentsRepository(db: Db) {
     reschedule: (client: string, id: string, startsAt: Date | null, lead: number | null, plan?: MovePlan) =>
       rescheduleAppointment(db, client, id, startsAt, lead, plan),
     cancel: (client: string, id: string) => cancelAppointment(db, client, id),
-    /** writeReminders of one slot: the reminder written or taken back, or null. */
-    writeReminder: async (id: string, startsAtMs: number) => {
-      const slot = { appointmentId: id, startsAtMs };
+    /** writeReminders of one slot and lead (null: the key lead): the reminder written or taken back, or null. */
+    writeReminder: async (id: string, startsAtMs: number, leadSeconds: number | null = null) => {
+      const slot = { appointmentId: id, startsAtMs, leadSeconds };
       return (await writeReminders(db, [slot])).get(slotKey(slot)) ?? null;
     },
     writeReminders: (slots: readonly ReminderSlot[]) => writeReminders(db, slots),
     reminderStates: (slots: readonly ReminderSlot[]) => reminderStates(db, slots),
-    findReminder: (id: string, startsAtMs: number) => findReminder(db, id, startsAtMs),
+    findReminder: (id: string, startsAtMs: number, leadSeconds: number | null = null) => findReminder(db, id, startsAtMs, leadSeconds),
     listUnreminded: (w: UnremindedWindow, after: { remindAt: Date; id: string } | null, limit: number) => listUnreminded(db, w, after, limit),
     /** Retention, one kind per status (sql/purge.ts). */
     retention: [purgeOf(db, 'appointments BOOKED', PURGE_BOOKED), purgeOf(db, 'appointments CANCELLED', PURGE_CANCELLED)] as const,

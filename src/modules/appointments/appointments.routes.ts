@@ -28,14 +28,14 @@ const CONTACT_LIMITED = { status: 429, code: 'CONTACT_RATE_LIMITED' };
 export function appointmentsRoutes(service: AppointmentsService): RouteTable {
   return {
     tag: 'appointments',
-    description: 'Bookings: one reminder per slot, moved with the slot, withdrawn on cancel.',
+    description: 'Bookings: one reminder per slot and lead, moved with the slot, withdrawn on cancel.',
     errors: [HTTP_ERRORS.DATABASE_UNAVAILABLE],
     routes: [
       route({
         method: 'post',
         path: '/appointments',
         auth: 'appointments:write',
-        summary: 'Book an appointment and schedule its reminder',
+        summary: 'Book an appointment and schedule its reminders',
         idempotencyKey: true,
         body: bookAppointmentSchema,
         responses: {
@@ -63,6 +63,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
             reminders: reminders.map((n) => ({
               id: n.id,
               startsAt: (n.payload as { startsAt?: string }).startsAt ?? null,
+              leadSeconds: (n.payload as { leadSeconds?: number }).leadSeconds ?? null,
               status: n.status,
               attempts: n.attempts,
               createdAt: n.createdAt.toISOString(),
@@ -76,8 +77,8 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         method: 'patch',
         path: '/appointments/:id',
         auth: 'appointments:write',
-        summary: 'Move an appointment (its reminder moves with it)',
-        description: 'Give startsAt, remindBeforeSeconds, timeZone or several: the remind time is planned again from them.',
+        summary: 'Move an appointment (its reminders move with it)',
+        description: 'Give startsAt, remindBeforeSeconds (one lead or a list), timeZone or several: the remind times are planned again from them.',
         params: { id },
         body: rescheduleAppointmentSchema,
         responses: { 200: appointment('the appointment') },
@@ -90,7 +91,7 @@ export function appointmentsRoutes(service: AppointmentsService): RouteTable {
         method: 'post',
         path: '/appointments/:id/cancel',
         auth: 'appointments:write',
-        summary: 'Cancel an appointment (its reminder is withdrawn)',
+        summary: 'Cancel an appointment (its reminders are withdrawn)',
         params: { id },
         responses: { 200: appointment('the appointment, CANCELLED') },
         errors: [NOT_FOUND],
@@ -110,11 +111,19 @@ function toJson(a: AppointmentRow, service: Pick<AppointmentsService, 'timeZoneO
     channel: a.channel === 'SMS' ? 'sms' : 'email',
     status: a.status,
     startsAt: a.startsAt.toISOString(),
-    remindBeforeSeconds: a.remindBeforeSeconds,
-    remindAt: a.remindAt.toISOString(),
+    // One lead answers as it was booked before there were several: a number.
+    remindBeforeSeconds: a.leads.length === 1 ? a.remindBeforeSeconds : a.leads,
+    remindAt: firstPlanned(a).toISOString(),
+    leads: a.leads.map((lead, i) => ({ leadSeconds: lead, remindAt: a.leadRemindAt[i]?.toISOString() ?? null })),
     timeZone: service.timeZoneOf(a),
     createdAt: a.createdAt.toISOString(),
     updatedAt: a.updatedAt.toISOString(),
     cancelledAt: a.cancelledAt?.toISOString() ?? null,
   };
+}
+
+/** The earliest planned reminder of `a` (its remind time once reminded; with every lead skipped, that of the change). */
+function firstPlanned(a: AppointmentRow): Date {
+  const times = a.leadRemindAt.flatMap((t) => (t ? [t.getTime()] : []));
+  return times.length ? new Date(Math.min(...times)) : a.remindAt;
 }

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { plainText } from '../../core/http/plain-text.js';
 import { NOTIFICATION_STATUSES } from '../../core/delivery/index.js';
+import { MAX_LEADS } from './lead-plan.js';
 import { canonicalTimeZone } from './quiet-hours.js';
 
 // An ISO-8601 instant with an explicit offset (Z or +hh:mm): a local time without
@@ -11,7 +12,18 @@ const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 export const channelSchema = z.enum(['sms', 'email']);
 /** The longest reminder lead a booking may ask (30 days). */
 export const MAX_LEAD_SECONDS = 2_592_000;
-const lead = z.int().min(0).max(MAX_LEAD_SECONDS);
+const oneLead = z.int().min(0).max(MAX_LEAD_SECONDS);
+/** One lead (s), or a list of up to MAX_LEADS distinct ones: a reminder each. */
+const lead = z
+  .union([
+    oneLead,
+    z
+      .array(oneLead)
+      .min(1)
+      .max(MAX_LEADS)
+      .refine((l) => new Set(l).size === l.length, { message: 'leads must be distinct' }),
+  ])
+  .meta({ description: `seconds before startsAt: one lead (0..${MAX_LEAD_SECONDS}), or a list of 1..${MAX_LEADS} distinct ones, a reminder each` });
 /** An IANA time zone Intl knows, kept as Intl names it (`europe/berlin` -> `Europe/Berlin`); offsets are not zones. */
 const timeZone = z
   .string()
@@ -55,8 +67,12 @@ export const appointmentJsonSchema = z.object({
   channel: channelSchema,
   status: z.enum(['BOOKED', 'CANCELLED']),
   startsAt: instantOut,
-  remindBeforeSeconds: z.int(),
+  /** The lead as booked: one number for one lead, the list (longest first) for several. */
+  remindBeforeSeconds: z.union([z.int(), z.array(z.int())]),
+  /** The earliest planned reminder (one lead: its remind time); with every lead skipped, the time of the change. */
   remindAt: instantOut,
+  /** Each lead's reminder and its planned time, longest lead first; null: skipped, its time had passed when it was set while another reminder was still to come. */
+  leads: z.array(z.object({ leadSeconds: z.int(), remindAt: instantOut.nullable() })),
   timeZone: z.string(),
   createdAt: instantOut,
   updatedAt: instantOut,
@@ -70,6 +86,8 @@ export const appointmentWithRemindersJsonSchema = appointmentJsonSchema.extend({
       id: z.uuid(),
       /** The slot the reminder was written for. */
       startsAt: z.string().nullable(),
+      /** The lead it was written for (null: written before reminders named their lead). */
+      leadSeconds: z.int().nullable(),
       status: z.enum(NOTIFICATION_STATUSES),
       attempts: z.int(),
       createdAt: instantOut,

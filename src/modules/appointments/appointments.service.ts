@@ -14,31 +14,21 @@ import type { Logger } from '../../core/logger.js';
 import { type DistinctLimit, type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
-import type { Queue, ScheduleInput } from '../../queue/index.js';
-import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, type SlotPlan, slotKey } from './appointments.repository.js';
+import type { Queue } from '../../queue/index.js';
+import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey, slotLead } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
-import { rowJobId } from '../../core/row-job-id.js';
 import { type Channel, checkedContact, contactIdentity } from '../../core/contact.js';
-import { type QuietHours, plannedRemindAt } from './quiet-hours.js';
+import type { QuietHours } from './quiet-hours.js';
+import { type PlannedFrom, leadsOf, planLeads } from './lead-plan.js';
+import { reminderJob, reminderJobs, remindJobId } from './appointments.job-ids.js';
 
-export const REMIND_JOB = 'appointment.remind';
+export { REMIND_JOB, appointmentIdOfRemindJob, remindJobId, remindPayload } from './appointments.job-ids.js';
 /** Bookings sharing one INSERT and one schedule call at most. */
 const GATHER_MAX = 100;
 /** Reminders written one by one at once at most, when their shared statement failed. */
 const EACH_AT_ONCE = 10;
 /** Plans of one move at most: each lost to a change committed since its read is planned again from that change. */
 const MOVE_TRIES = 8;
-const REMIND_JOB_ID = rowJobId('appointment', 'remind', { anyCase: true });
-export const remindJobId = REMIND_JOB_ID.of;
-/** The appointment a reminder job's id names; null for any other id. */
-export const appointmentIdOfRemindJob = REMIND_JOB_ID.rowOf;
-/**
- * A reminder job's payload: the start of the slot it reminds of (ms since
- * epoch); the handler reads the appointment from the job id. A short record
- * fits a record group (BENCHMARKS.md, "Engine at size").
- */
-export const remindPayload = (a: Pick<AppointmentRow, 'startsAt'>) => ({ startsAt: a.startsAt.getTime() });
-
 /**
  * How far ahead a slot may be: a booking front end plans months, not
  * centuries, and a reminder's job must have a due time the queue takes (a
@@ -55,7 +45,9 @@ function mustBeFuture(startsAt: Date | undefined): void {
   if (startsAt.getTime() > Date.now() + MAX_AHEAD_MS) throw new AppError('STARTS_AT_TOO_FAR', 422, `startsAt must be within ${MAX_AHEAD_YEARS} years from now`);
 }
 
-export type RemindResult = { kind: 'written' } | { kind: 'already_written' } | { kind: 'not_due'; inMs: number } | { kind: 'moved' } | { kind: 'not_booked' };
+/** `not_held`: the slot is held but its lead is no longer planned (dropped, or skipped). */
+export type RemindResult =
+  { kind: 'written' } | { kind: 'already_written' } | { kind: 'not_due'; inMs: number } | { kind: 'moved' } | { kind: 'not_booked' } | { kind: 'not_held' };
 
 export function createAppointmentsService(d: {
   repo: AppointmentsRepository;
@@ -78,9 +70,9 @@ export function createAppointmentsService(d: {
   // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
   const inserts = gatherCreates((rows: readonly NewAppointment[]) => repo.insertMany(rows), GATHER_MAX);
   const bookingSchedules = gatherSchedules(queue, GATHER_MAX);
-  /** When the reminder of `p` is planned, at this moment: quiet-hours.ts. */
-  const planOf = (p: SlotPlan) =>
-    new Date(plannedRemindAt(p.startsAt.getTime(), p.remindBeforeSeconds, p.timeZone ?? d.defaultTimeZone, d.quietHours ?? null, Date.now()));
+  /** When the reminders of `leads` at `startsAt` are planned, at this moment, from `was` (a change): lead-plan.ts. */
+  const planOf = (startsAt: Date, leads: readonly number[], timeZone: string | null, was?: PlannedFrom) =>
+    planLeads(startsAt, leads, timeZone ?? d.defaultTimeZone, d.quietHours ?? null, Date.now(), was);
 
   /**
    * A booking or a move by client `client` sets up a reminder to this
@@ -114,20 +106,16 @@ export function createAppointmentsService(d: {
   }
 
   /**
-   * Upsert: the one pending reminder job of the appointment follows its
-   * current slot; `nx` (a booking, gathered with the others of its turn):
-   * created unless one exists.
+   * Upsert: the pending reminder job of each lead planned follows the
+   * appointment's current slot; `nx` (a booking, gathered with the others of
+   * its turn): each created unless one exists. The job of a lead dropped is
+   * left to find its lead gone (cancelling it could race a change that
+   * planned the lead again, and lose its job until the reconciliation pass).
    */
-  async function scheduleReminder(a: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>, mode: 'upsert' | 'nx' = 'upsert') {
-    const job: ScheduleInput = {
-      id: remindJobId(a.id),
-      type: REMIND_JOB,
-      at: a.remindAt,
-      payload: remindPayload(a),
-      mode,
-    };
+  async function scheduleReminders(a: AppointmentRow, mode: 'upsert' | 'nx' = 'upsert') {
+    const jobs = reminderJobs(a, mode);
     await afterCommit(
-      () => (mode === 'nx' ? bookingSchedules.submit(job) : queue.schedule(job)),
+      () => Promise.all(jobs.map((job) => (mode === 'nx' ? bookingSchedules.submit(job) : queue.schedule(job)))),
       'schedule reminder',
       log,
       { appointmentId: a.id },
@@ -191,7 +179,7 @@ export function createAppointmentsService(d: {
     await d.dispatch(ws.filter((w) => !w.fresh).map((w) => w.id));
     const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s)) && !failed.has(slotKey(s))));
     const redispatch: string[] = [];
-    const moved: Pick<AppointmentRow, 'id' | 'remindAt' | 'startsAt'>[] = [];
+    const moved: { slot: ReminderSlot; startsAt: Date; at: Date }[] = [];
     const results = slots.map((slot): Settled<RemindResult> | RemindResult => {
       if (failed.has(slotKey(slot))) return { ok: false, error: failed.get(slotKey(slot)) };
       if (written.has(slotKey(slot))) return { kind: 'written' };
@@ -206,10 +194,12 @@ export function createAppointmentsService(d: {
         return { kind: 'already_written' };
       }
       if (!a || a.status !== 'BOOKED') return { kind: 'not_booked' };
+      // The lead is no longer planned on the slot held (dropped, or skipped): nothing to remind of.
+      if (!a.remindAt) return { kind: 'not_held' };
       // This job carried an old slot (two reschedules raced their queue
       // updates): the job is made to follow the slot the database holds.
       if (!a.sameSlot) {
-        moved.push(a);
+        moved.push({ slot, startsAt: a.startsAt, at: a.remindAt });
         return { kind: 'moved' };
       }
       // Not due yet by the database clock (clock skew, or a job left at an
@@ -218,7 +208,17 @@ export function createAppointmentsService(d: {
       return { kind: 'not_due', inMs: a.msToRemind };
     });
     await d.dispatch(redispatch, { fresh: true });
-    await Promise.all(moved.map((a) => scheduleReminder(a)));
+    await Promise.all(
+      moved.map((m) =>
+        afterCommit(
+          () => queue.schedule(reminderJob({ id: m.slot.appointmentId, startsAt: m.startsAt }, m.slot.leadSeconds ?? null, m.at)),
+          'schedule reminder',
+          log,
+          { appointmentId: m.slot.appointmentId },
+          'the reconciliation pass will create the job',
+        ),
+      ),
+    );
     return results.map((r) => ('ok' in r ? r : { ok: true, value: r }));
   }
 
@@ -233,29 +233,29 @@ export function createAppointmentsService(d: {
           // Checked here, as the start is: a replay is answered as it was.
           const contact = checkedContact(input.channel, input.contact, d.phoneRegion);
           await mayRemind(client, input.channel, contact);
-          const plan = {
-            startsAt: input.startsAt,
-            remindBeforeSeconds: input.remindBeforeSeconds ?? d.defaultLeadSeconds,
-            timeZone: input.timeZone ?? d.defaultTimeZone,
-          };
+          const timeZone = input.timeZone ?? d.defaultTimeZone;
+          const plan = planOf(input.startsAt, leadsOf(input.remindBeforeSeconds ?? d.defaultLeadSeconds), timeZone);
           return inserts.submit({
             id: randomUUID(),
             client,
             customerId: input.customerId,
             contact,
             channel: input.channel === 'sms' ? 'SMS' : 'EMAIL',
-            ...plan,
-            remindAt: planOf(plan),
+            startsAt: input.startsAt,
+            timeZone,
+            remindBeforeSeconds: plan.remindBeforeSeconds,
+            remindAt: plan.remindAt,
+            leads: plan.leads,
             idempotencyKey: key,
             requestHash: hash,
           });
         },
         // A repeat may follow a first request whose schedule missed Redis: scheduling again (only if absent) is harmless.
         onReplay: async (a) => {
-          if (a.status === 'BOOKED') await scheduleReminder(a, 'nx');
+          if (a.status === 'BOOKED') await scheduleReminders(a, 'nx');
         },
       });
-      if (!r.replayed) await scheduleReminder(r.row, 'nx');
+      if (!r.replayed) await scheduleReminders(r.row, 'nx');
       return { appointment: r.row, replayed: r.replayed };
     },
 
@@ -265,25 +265,23 @@ export function createAppointmentsService(d: {
     timeZoneOf: (a: Pick<AppointmentRow, 'timeZone'>) => a.timeZone ?? d.defaultTimeZone,
 
     /**
-     * The new slot, lead or zone, its remind time planned from the booking
-     * as read and written only if the booking is still so (a concurrent move
-     * committed since: planned again from it, as the database's own
-     * arithmetic would have been).
+     * The new slot, leads or zone, their remind times planned from the
+     * booking as read and written only if the booking is still so (a
+     * concurrent move committed since: planned again from it, as the
+     * database's own arithmetic would have been).
      */
     async reschedule(client: string, id: string, input: RescheduleAppointmentInput): Promise<AppointmentRow> {
       mustBeFuture(input.startsAt);
       let current = await mustFind(client, id);
       if (current.status === 'BOOKED') await mayRemind(client, current.channel === 'SMS' ? 'sms' : 'email', current.contact);
       for (let tries = 1; current.status === 'BOOKED'; tries++) {
-        const next: SlotPlan = {
-          startsAt: input.startsAt ?? current.startsAt,
-          remindBeforeSeconds: input.remindBeforeSeconds ?? current.remindBeforeSeconds,
-          timeZone: input.timeZone ?? current.timeZone,
-        };
-        const plan = { was: current, timeZone: next.timeZone, remindAt: planOf(next) };
-        const row = await repo.reschedule(client, id, input.startsAt ?? null, input.remindBeforeSeconds ?? null, plan);
+        const startsAt = input.startsAt ?? current.startsAt;
+        const timeZone = input.timeZone ?? current.timeZone;
+        const p = planOf(startsAt, input.remindBeforeSeconds === undefined ? current.leads : leadsOf(input.remindBeforeSeconds), timeZone, current);
+        const plan = { was: current, timeZone, remindAt: p.remindAt, leads: p.leads, keyLead: p.keyLead };
+        const row = await repo.reschedule(client, id, input.startsAt ?? null, p.remindBeforeSeconds, plan);
         if (row) {
-          await scheduleReminder(row);
+          await scheduleReminders(row);
           return row;
         }
         // Cancelled since, deleted by retention (404 then), or changed since it was read.
@@ -297,16 +295,23 @@ export function createAppointmentsService(d: {
     async cancel(client: string, id: string): Promise<AppointmentRow> {
       const row = await repo.cancel(client, id);
       if (!row) return mustFind(client, id); // already cancelled: same answer; another client's: 404, its job left alone
-      // Harmless if it fails: the handler finds the appointment cancelled and writes nothing.
-      await afterCommit(() => queue.cancel(remindJobId(id)), 'cancel reminder', log, { appointmentId: id }, 'its handler will find the appointment cancelled');
+      // Harmless if it fails: the handlers find the appointment cancelled and write nothing.
+      const ids = [remindJobId(id), ...row.leads.map((lead) => slotLead(row, lead)).flatMap((l) => (l === null ? [] : [remindJobId(id, l)]))];
+      await afterCommit(
+        () => Promise.all(ids.map((j) => queue.cancel(j))),
+        'cancel reminder',
+        log,
+        { appointmentId: id },
+        'its handler will find the appointment cancelled',
+      );
       return row;
     },
 
     reminders: (client: string, id: string) => repo.listReminders(client, id),
 
-    /** The reminder job of one slot (remindMany of one). */
-    async remind(appointmentId: string, startsAtMs: number): Promise<RemindResult> {
-      const [r] = await remindMany([{ appointmentId, startsAtMs }]);
+    /** The reminder job of one slot and lead (null: the key lead; remindMany of one). */
+    async remind(appointmentId: string, startsAtMs: number, leadSeconds: number | null = null): Promise<RemindResult> {
+      const [r] = await remindMany([{ appointmentId, startsAtMs, leadSeconds }]);
       if (!r!.ok) throw r!.error;
       return r!.value;
     },

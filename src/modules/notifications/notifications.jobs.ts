@@ -4,6 +4,7 @@
 // was lost, is in notifications.reconcile.ts.)
 import { type DeliveryDeps, deliverJobId, deliveryJobHandler } from '../../core/delivery/index.js';
 import type { JobHandler, Queue } from '../../queue/index.js';
+import { priorityOfKind } from './notification-priority.js';
 
 export const DELIVER_JOB = 'notification.deliver';
 export { deliverJobId };
@@ -15,10 +16,17 @@ export { deliveryRowOf as notificationIdOf } from '../../core/delivery/index.js'
  * job that exists alone; `replace` starts a fresh one whatever exists (a dead
  * one, one waiting out an old backoff, one in flight: fenced), for a row that
  * was taken back from a withdrawal and must be tried from its first attempt.
+ * `kinds` (row id -> kind) sets each job's priority by its kind
+ * (notification-priority.ts); a row missing from it gets the default.
  */
-export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'nx' | 'replace' = 'nx') {
+export function scheduleDeliveries(queue: Queue, ids: readonly string[], how: 'nx' | 'replace' = 'nx', kinds?: ReadonlyMap<string, string>) {
   const mode = how === 'nx' ? ('nx' as const) : ('upsert' as const);
-  return queue.scheduleMany(ids.map((id) => ({ id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode })));
+  return queue.scheduleMany(
+    ids.map((id) => {
+      const priority = priorityOfKind(kinds?.get(id));
+      return { id: deliverJobId(id), type: DELIVER_JOB, delayMs: 0, payload: { notificationId: id }, mode, ...(priority !== undefined && { priority }) };
+    }),
+  );
 }
 
 export function notificationsJobHandlers(deps: DeliveryDeps): Record<string, JobHandler> {

@@ -71,10 +71,13 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     // find the row's old (dead) job and give the row up. It throws, so the
     // caller's job runs again and dispatches afresh.
     if (options?.fresh) {
-      await scheduleDeliveries(queue, ids, 'replace');
+      await scheduleDeliveries(queue, ids, 'replace', await repo.kindsOf(ids));
       return;
     }
-    await afterCommit(() => scheduleDeliveries(queue, ids, 'nx'), 'schedule deliveries', log, { ids }, 'the relay pass will pick them up');
+    // The rows' kinds set their jobs' priority (notification-priority.ts): one
+    // read by primary key, after the commit, like the schedule itself.
+    const send = async () => scheduleDeliveries(queue, ids, 'nx', await repo.kindsOf(ids));
+    await afterCommit(send, 'schedule deliveries', log, { ids }, 'the relay pass will pick them up');
   };
 
   const module: ServiceModule & { dispatch: NotificationDispatch; relay: typeof relay } = {

@@ -36,6 +36,8 @@ export function createNotificationsRelay(d: {
         const r = await scheduleDeliveries(
           d.queue,
           page.map((x) => x.id),
+          'nx',
+          new Map(page.map((x) => [x.id, x.kind])),
         );
         handed += r.filter((x) => x.status === 'created').length;
         abandoned += await d.deliveries.markAbandoned(

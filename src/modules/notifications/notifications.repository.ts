@@ -23,13 +23,20 @@ export function createNotificationsRepository(db: Db) {
      * Not a timer's firing: the timers module delivers and relays those.
      */
     listUnsettled(pendingSeconds: number, sendingSeconds: number, after: { createdAt: Date; id: string } | null, limit: number) {
-      return db.$queryRaw<{ id: string; createdAt: Date }[]>`
-        SELECT id, created_at AS "createdAt" FROM notifications
+      return db.$queryRaw<{ id: string; kind: string; createdAt: Date }[]>`
+        SELECT id, kind::text AS kind, created_at AS "createdAt" FROM notifications
          WHERE kind <> 'TIMER' AND ((status = 'PENDING' AND created_at < now() - make_interval(secs => ${pendingSeconds}))
                 OR (status = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))
            AND (${after === null} OR (created_at, id) > (${after?.createdAt ?? new Date(0)}, ${after?.id ?? '00000000-0000-0000-0000-000000000000'}::uuid))
          ORDER BY created_at, id
          LIMIT ${limit}`;
+    },
+
+    /** The kinds of the rows `ids` (row id -> kind), for their delivery jobs' priority; a row not found is left out. */
+    async kindsOf(ids: readonly string[]): Promise<Map<string, string>> {
+      const rows = await db.$queryRaw<{ id: string; kind: string }[]>`
+        SELECT id, kind::text AS kind FROM notifications WHERE id = ANY(${[...ids]}::uuid[])`;
+      return new Map(rows.map((r) => [r.id, r.kind]));
     },
   };
 }

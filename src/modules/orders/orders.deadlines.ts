@@ -12,12 +12,12 @@ import type { Logger } from '../../core/logger.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import type { Queue, ScheduleInput } from '../../queue/index.js';
-import type { DeadlineMove, OrderRow, OrdersRepository, ReminderOutcome } from './orders.repository.js';
+import type { DeadlineMove, ExtendCursor, ExtendRange, OrderRow, OrdersRepository, ReminderOutcome } from './orders.repository.js';
 import { EXPIRE_JOB, REMIND_JOB, expireJobId, expirePayload, remindJobId } from './orders.job-ids.js';
 
-/** Jobs rescheduled by one Redis call after an operator's extension. */
-const RESCHEDULE_PAGE = 1_000;
-/** An extension PostgreSQL aborted in a deadlock (it changed nothing) is made again this many times at most. */
+/** Orders extended by one statement (and transaction) of an operator's extension; their jobs rescheduled by one Redis call. */
+export const EXTEND_PAGE = 1_000;
+/** A page of an extension PostgreSQL aborted in a deadlock (it changed nothing) is made again this many times at most. */
 const EXTEND_TRIES = 3;
 /** A move that found nothing stopping it after it changed nothing (the order changed in between) is made again this many times at most. */
 const MOVE_TRIES = 3;
@@ -45,6 +45,17 @@ export function createOrderDeadlines(d: DeadlinesDeps) {
     const ctx = { orderId: o.id };
     await afterCommit(() => queue.scheduleMany(deadlineJobs(o, 'upsert')), 'reschedule deadline', log, ctx, 'the old jobs come back at the new times');
     if (!o.paymentRemindAt) await afterCommit(() => queue.cancel(remindJobId(o.id)), 'cancel reminder', log, ctx, 'its handler finds no reminder due');
+  }
+
+  /** One page of an extension, made again if PostgreSQL aborted it in a deadlock (it changed nothing then). */
+  async function extendPage(range: ExtendRange, after: ExtendCursor | null) {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await repo.extendDeadlinesPage(range, after, EXTEND_PAGE);
+      } catch (err) {
+        if (tries >= EXTEND_TRIES || !isSerializationFailure(err)) throw err;
+      }
+    }
   }
 
   /** Why a move changed nothing, as the API answers it; null: nothing stops it now (it raced a change). */
@@ -99,29 +110,37 @@ export function createOrderDeadlines(d: DeadlinesDeps) {
       }
     },
 
-    /** An operator gives `bySeconds` back to every UNPAID order whose deadline is in [from, to), of `client` or of all; the count extended. */
+    /**
+     * An operator gives `bySeconds` back to every UNPAID order whose deadline
+     * is in [from, to), of `client` or of all, a page of EXTEND_PAGE orders a
+     * transaction, each page's jobs moved after its commit; the count extended.
+     */
     async extend(from: Date, to: Date, bySeconds: number, client: string | null): Promise<number> {
-      let extended;
-      for (let tries = 1; ; tries++) {
-        try {
-          extended = await repo.extendDeadlines(from, to, bySeconds, client);
-          break;
-        } catch (err) {
-          if (tries >= EXTEND_TRIES || !isSerializationFailure(err)) throw err;
-        }
+      const range = { from, to, bySeconds, client };
+      let total = 0;
+      let after: ExtendCursor | null = null;
+      try {
+        do {
+          const page = await extendPage(range, after);
+          total += page.extended.length;
+          after = page.next;
+          const jobs = page.extended.flatMap((o) => deadlineJobs(o, 'upsert'));
+          if (jobs.length > 0)
+            await afterCommit(
+              () => queue.scheduleMany(jobs),
+              'reschedule extended deadlines',
+              log,
+              { orders: page.extended.length },
+              'the old jobs come back at the new times',
+            );
+        } while (after);
+      } catch (err) {
+        // The pages before it committed: a repeat would extend those again.
+        if (total > 0) log.error({ from, to, bySeconds, client, extended: total, err }, 'order deadline extension stopped part way');
+        throw err;
       }
-      for (let i = 0; i < extended.length; i += RESCHEDULE_PAGE) {
-        const jobs = extended.slice(i, i + RESCHEDULE_PAGE).flatMap((o) => deadlineJobs(o, 'upsert'));
-        await afterCommit(
-          () => queue.scheduleMany(jobs),
-          'reschedule extended deadlines',
-          log,
-          { orders: jobs.length },
-          'the old jobs come back at the new times',
-        );
-      }
-      log.info({ from, to, bySeconds, client, extended: extended.length }, 'order deadlines extended');
-      return extended.length;
+      log.info({ from, to, bySeconds, client, extended: total }, 'order deadlines extended');
+      return total;
     },
 
     /** The reminder jobs of many orders in one statement; the new reminders handed to delivery together. An outcome per order id. */

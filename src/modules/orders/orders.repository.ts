@@ -6,7 +6,7 @@ import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
 import { cancelOrder, cancelOverdue, expireOrders } from './sql/cancel.js';
 import { type NewOrder, insertOrders } from './sql/insert-orders.js';
-import { type Extended, extendDeadlines } from './sql/extend-deadlines.js';
+import { type ExtendCursor, type ExtendRange, extendDeadlinesPage } from './sql/extend-deadlines.js';
 import { type DeadlineMove, type MoveKey, moveDeadline, moveRefusal } from './sql/move-deadline.js';
 import { payOrder } from './sql/pay.js';
 import { PURGE_ORDERS } from './sql/purge.js';
@@ -15,7 +15,7 @@ import { writePaymentReminders } from './sql/write-payment-reminders.js';
 
 export type { ExpiryOutcome } from './sql/cancel.js';
 export type { NewOrder } from './sql/insert-orders.js';
-export type { Extended } from './sql/extend-deadlines.js';
+export type { ExtendCursor, ExtendRange, Extended } from './sql/extend-deadlines.js';
 export type { DeadlineMove, MoveKey, MoveRefusal } from './sql/move-deadline.js';
 export type { ReminderOutcome } from './sql/write-payment-reminders.js';
 export type { CancelReason, OrderItemRow, OrderRow, OrderStatus } from './sql/order-row.js';
@@ -34,7 +34,7 @@ export function createOrdersRepository(db: Db) {
       moveDeadline(db, client, id, move, maxWindowSeconds, key),
     moveRefusal: (client: string, id: string, move: DeadlineMove, maxWindowSeconds: number, key: MoveKey) =>
       moveRefusal(db, client, id, move, maxWindowSeconds, key),
-    extendDeadlines: (from: Date, to: Date, bySeconds: number, client: string | null): Promise<Extended[]> => extendDeadlines(db, from, to, bySeconds, client),
+    extendDeadlinesPage: (range: ExtendRange, after: ExtendCursor | null, limit: number) => extendDeadlinesPage(db, range, after, limit),
     remindMany: (ids: readonly string[]) => writePaymentReminders(db, ids),
     listUnreminded: (until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number) =>
       listUnreminded(db, until, graceSeconds, after, limit),

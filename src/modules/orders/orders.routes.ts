@@ -71,7 +71,7 @@ function extendRoute(service: OrdersService) {
     auth: 'admin',
     summary: 'Give the payment window back to every unpaid order whose deadline is in a range (an incident)',
     description:
-      'One statement: every UNPAID order (of `client`, or of all) whose deadline is in [expiringFrom, expiringTo) gets it pushed by ' +
+      'In pages of 1 000 orders, each one statement in its own transaction: every UNPAID order (of `client`, or of all) whose deadline is in [expiringFrom, expiringTo) gets it pushed by ' +
       'extendBySeconds (not bound by ORDER_MAX_WINDOW_SECONDS); one paid or cancelled meanwhile is left alone, and one past its ' +
       'deadline not yet cancelled is extended or cancelled, whichever statement comes first. Not idempotent: a repeat extends again.',
     body: extendDeadlinesSchema,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { clientIdSchema } from '../../core/auth/api-key-input.js';
 import { plainText } from '../../core/http/plain-text.js';
+import { MAX_REMINDER_LEAD_SECONDS } from './sql/order-row.js';
 
 export const orderItemSchema = z.strictObject({
   sku: plainText(1, 64),
@@ -20,7 +21,7 @@ export const createOrderSchema = z.strictObject({
     .default('CNY'),
   paymentTimeoutSeconds: z.int().min(1).max(604_800).optional(),
   // Its payment reminder's lead: null or absent, PAYMENT_REMINDER_BEFORE_SECONDS; 0, none.
-  paymentReminderBeforeSeconds: z.int().min(0).max(86_400).nullable().optional(),
+  paymentReminderBeforeSeconds: z.int().min(0).max(MAX_REMINDER_LEAD_SECONDS).nullable().optional(),
 });
 export type CreateOrderInput = z.infer<typeof createOrderSchema>;
 

@@ -11,7 +11,7 @@ import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { Batcher, GroupRule, TakenItem } from '../../queue/index.js';
 import { type AreaKey, areaOfGroup, groupOf } from './parcels.groups.js';
-import type { CommittedBatch, LeftParcel, ParcelsRepository } from './parcels.repository.js';
+import type { CommittedBatch, FlushKey, LeftParcel, ParcelsRepository } from './parcels.repository.js';
 
 export type BatchReason = 'FULL' | 'TIMEOUT' | 'MANUAL';
 
@@ -38,10 +38,12 @@ export function createBatchCommits(d: BatchDeps) {
    * Commits batches (one statement) and hands their notifications to delivery.
    * Parcels of a batch that is no longer one (some of it was batched by
    * another committer, so the rest is not full or not due) go back into Redis.
+   * `flushKey`: a manual flush's Idempotency-Key, stored with its one batch.
    */
-  async function commit(batches: readonly BatchInput[], reason: BatchReason): Promise<CommittedBatch[]> {
+  async function commit(batches: readonly BatchInput[], reason: BatchReason, flushKey: FlushKey | null = null): Promise<CommittedBatch[]> {
     const withIds = batches.map((b) => ({ ...b, id: randomUUID() }));
-    const { committed: done, left } = await repo.commitBatches(withIds, reason, { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize });
+    const defaults = { maxWaitMs: batcher.maxWaitMs, batchSize: batcher.batchSize };
+    const { committed: done, left } = await repo.commitBatches(withIds, reason, defaults, flushKey);
     await d.dispatch(done.flatMap((b) => (b.notificationId ? [b.notificationId] : [])));
     for (const b of done) {
       log.info({ batchId: b.batchId, client: b.client, area: b.areaCode, reason, parcels: b.attached }, 'batch dispatched');
@@ -105,7 +107,8 @@ export function createBatchCommits(d: BatchDeps) {
    * again at once, round after round, until the database's clock caught up.
    * Each group gets its area's rule as the commit read it: a group whose rule
    * Redis lost or has not heard of yet would take the same refused batch
-   * again and again.
+   * again and again. The rule carries its version: a group that holds a newer
+   * one (a PUT committed after this commit read the area) keeps it.
    */
   async function putBack(left: readonly LeftParcel[]): Promise<void> {
     // By group: one per area of a client.

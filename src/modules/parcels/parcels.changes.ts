@@ -3,15 +3,19 @@
 // by one statement in sql/ (PostgreSQL is the truth), then the Redis group
 // follows (commit, then the index); what Redis misses, the reconciliation
 // pass repairs (a group's rule, a parcel's entry), and a stale entry left in
-// a group is dropped by the commit of the next batch that takes it.
+// a group is dropped by the commit of the next batch that takes it. A rule
+// carries its version, so Redis never takes an older one over a newer; a
+// move ends by placing the parcel where its committed row says, so racing
+// moves leave it in one group, the right one.
 import type { CountryCode } from 'libphonenumber-js';
 import { checkedAnyContact } from '../../core/contact.js';
 import { AppError } from '../../core/errors.js';
+import { createIdempotently } from '../../core/idempotent-create.js';
 import { redisCall } from '../../core/redis-call.js';
 import type { GroupRule, TakenItem } from '../../queue/index.js';
 import type { BatchCommits, BatchDeps } from './parcels.batches.js';
 import { type AreaKey, groupOf } from './parcels.groups.js';
-import type { AreaRow, ParcelRow } from './parcels.repository.js';
+import type { AreaRow, FlushKey, ParcelRow } from './parcels.repository.js';
 
 /** A manual flush's candidates at most: the largest batch size an area may have (the commit takes up to the area's own). */
 const FLUSH_PICK_MAX = 1_000;
@@ -19,10 +23,11 @@ const FLUSH_PICK_MAX = 1_000;
 /** What PUT /areas/:code sets; an absent rule part is the default (null). */
 export type AreaInput = { vehiclePlate: string; sorterContact: string; batchSize?: number | null; maxWaitSeconds?: number | null };
 
-/** An area's rule as its Redis group takes it. */
-export const ruleOf = (a: Pick<AreaRow, 'batchSize' | 'maxWaitSeconds'>): GroupRule => ({
+/** An area's rule as its Redis group takes it, with its version (an older one is refused there). */
+export const ruleOf = (a: Pick<AreaRow, 'batchSize' | 'maxWaitSeconds' | 'ruleVersion'>): GroupRule => ({
   batchSize: a.batchSize,
   maxWaitMs: a.maxWaitSeconds === null ? null : a.maxWaitSeconds * 1_000,
+  version: a.ruleVersion,
 });
 
 export function createParcelChanges(d: BatchDeps & { phoneRegion?: CountryCode | undefined }, commits: BatchCommits) {
@@ -54,6 +59,37 @@ export function createParcelChanges(d: BatchDeps & { phoneRegion?: CountryCode |
     );
   }
 
+  /**
+   * After a move's own Redis steps: places the parcel where its committed row
+   * says now. Two moves of one parcel racing (to B and to A) each commit, then
+   * each put it into their own area and out of the one they left; their Redis
+   * steps may interleave in any order and leave it in the loser's group, or in
+   * none. Every move reads the row after its steps and, when the row is
+   * elsewhere, puts the parcel there and out of its own target; the last move
+   * to read sees the last commit, and its steps come after every other's
+   * (it only removes from its own target, never from the row's area).
+   */
+  async function follow(client: string, trackingNo: string, to: string): Promise<ParcelRow | null> {
+    const now = await repo.findParcel(client, trackingNo);
+    if (!now || (now.status === 'WAITING' && now.areaCode === to)) return now;
+    // Elsewhere now, or settled (a withdraw's own remove may have come before this move's put back).
+    if (now.status === 'WAITING') await commits.restore({ client, code: now.areaCode }, [{ item: trackingNo, arrivedAt: now.createdAt.getTime() }], true);
+    await forget({ client, code: to }, [trackingNo]);
+    return now;
+  }
+
+  /** One manual flush: its batch, made under `key` when given; 409 NOTHING_WAITING when none waits. */
+  async function flushOnce(client: string, code: string, key: FlushKey | null) {
+    if (!(await repo.findArea(client, code))) throw new AppError('AREA_NOT_FOUND', 404, `area ${code} does not exist`);
+    const picked = await repo.oldestWaiting(client, code, FLUSH_PICK_MAX);
+    const [made] = picked.length ? await commits.commit([{ client, areaCode: code, trackingNos: picked.map((p) => p.trackingNo) }], 'MANUAL', key) : [];
+    if (!made) throw new AppError('NOTHING_WAITING', 409, `no parcel waits in area ${code}`);
+    await forget({ client, code }, made.trackingNos);
+    const batch = await repo.findBatch(client, made.batchId);
+    if (!batch) throw new Error(`batch ${made.batchId} just made is gone`);
+    return batch;
+  }
+
   return {
     applyRule,
 
@@ -76,17 +112,29 @@ export function createParcelChanges(d: BatchDeps & { phoneRegion?: CountryCode |
     /**
      * A batch of what waits in the area now (MANUAL): its oldest parcels, up
      * to its batch size (the rest keep waiting). 409 NOTHING_WAITING when
-     * none waits (or every one was batched or withdrawn meanwhile).
+     * none waits (or every one was batched or withdrawn meanwhile). Under an
+     * Idempotency-Key (scoped to the client) a repeat answers the batch the
+     * first one made, the key with another area 422 IDEMPOTENCY_KEY_REUSED.
      */
-    async flush(client: string, code: string) {
-      if (!(await repo.findArea(client, code))) throw new AppError('AREA_NOT_FOUND', 404, `area ${code} does not exist`);
-      const picked = await repo.oldestWaiting(client, code, FLUSH_PICK_MAX);
-      const [made] = picked.length ? await commits.commit([{ client, areaCode: code, trackingNos: picked.map((p) => p.trackingNo) }], 'MANUAL') : [];
-      if (!made) throw new AppError('NOTHING_WAITING', 409, `no parcel waits in area ${code}`);
-      await forget({ client, code }, made.trackingNos);
-      const batch = await repo.findBatch(client, made.batchId);
-      if (!batch) throw new Error(`batch ${made.batchId} just made is gone`);
-      return batch;
+    async flush(client: string, code: string, idempotencyKey: string | null = null) {
+      const once = () =>
+        createIdempotently({
+          key: idempotencyKey,
+          body: { area: code },
+          find: async (key) => {
+            const b = await repo.findBatchByKey(client, key);
+            return b && { row: b, requestHash: b.requestHash };
+          },
+          insert: (key, hash) => flushOnce(client, code, key === null ? null : { key, requestHash: hash }),
+        });
+      try {
+        return (await once()).row;
+      } catch (err) {
+        // A flush under the same key raced this one and batched what waited (this one's
+        // commit then found its parcels taken): that batch is the answer.
+        if (idempotencyKey === null || !(err instanceof AppError) || err.code !== 'NOTHING_WAITING') throw err;
+        return (await once()).row;
+      }
     },
 
     /** Takes a waiting parcel out of its area for good; a repeat answers the same. 409 ALREADY_BATCHED once batched. */
@@ -118,7 +166,7 @@ export function createParcelChanges(d: BatchDeps & { phoneRegion?: CountryCode |
       }
       await commits.restore({ client, code: to }, [{ item: trackingNo, arrivedAt: moved.createdAt.getTime() }], true);
       if (moved.fromArea !== to) await forget({ client, code: moved.fromArea }, [trackingNo]);
-      return (await repo.findParcel(client, trackingNo)) ?? moved;
+      return (await follow(client, trackingNo, to)) ?? moved;
     },
   };
 }

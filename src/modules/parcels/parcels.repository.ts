@@ -5,14 +5,16 @@
 // only parcels not yet in a batch and writes the sorters' notification with it.
 import type { Db } from '../../core/db.js';
 import { purgeOf } from '../../core/retention.js';
-import { type BatchReason, type BatchRule, type BatchToCommit, commitBatches } from './sql/commit-batches.js';
+import { type BatchReason, type BatchRule, type BatchToCommit, type FlushKey, commitBatches } from './sql/commit-batches.js';
 import { type NewParcel, insertParcels } from './sql/insert-parcels.js';
-import { PURGE_BATCHES } from './sql/purge.js';
+import { PURGE_BATCHES, purgeWithdrawn } from './sql/purge.js';
 import { moveParcel } from './sql/move-parcel.js';
 import {
+  type RecentWaitingParcel,
   type WaitRule,
   findArea,
   findBatch,
+  findBatchByKey,
   findParcel,
   findParcels,
   listAreaRules,
@@ -26,9 +28,9 @@ import {
 import { type AreaSettings, upsertArea } from './sql/upsert-area.js';
 import { withdrawParcel } from './sql/withdraw-parcel.js';
 
-export type { CommittedBatch, LeftParcel } from './sql/commit-batches.js';
+export type { CommittedBatch, FlushKey, LeftParcel } from './sql/commit-batches.js';
 export type { NewParcel } from './sql/insert-parcels.js';
-export type { WaitRule } from './sql/reads.js';
+export type { RecentWaitingParcel, WaitRule } from './sql/reads.js';
 export type { AreaSettings } from './sql/upsert-area.js';
 export type { AreaRow, ParcelRow, RecentBatchRow } from './sql/parcel-row.js';
 
@@ -45,8 +47,10 @@ export function createParcelsRepository(db: Db) {
     insertParcels: (parcels: readonly NewParcel[]) => insertParcels(db, parcels),
     findParcel: (client: string, trackingNo: string) => findParcel(db, client, trackingNo),
     findParcels: (client: string, trackingNos: readonly string[]) => findParcels(db, client, trackingNos),
-    commitBatches: (batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule) => commitBatches(db, batches, reason, rule),
+    commitBatches: (batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule, flushKey?: FlushKey | null) =>
+      commitBatches(db, batches, reason, rule, flushKey),
     findBatch: (client: string, id: string) => findBatch(db, client, id),
+    findBatchByKey: (client: string, key: string) => findBatchByKey(db, client, key),
     listBatches: (client: string, areaCode: string, limit: number) => listBatches(db, client, areaCode, limit),
     listRecentBatches: (limit: number, client?: string) => listRecentBatches(db, limit, client),
     listOverdue: (rule: WaitRule, limit: number) => listOverdue(db, rule, limit),
@@ -54,9 +58,10 @@ export function createParcelsRepository(db: Db) {
     withdrawParcel: (client: string, trackingNo: string) => withdrawParcel(db, client, trackingNo),
     moveParcel: (client: string, trackingNo: string, to: string) => moveParcel(db, client, trackingNo, to),
     listAreaRules: () => listAreaRules(db),
-    /** Retention: batches with their parcels and notices (sql/purge.ts). */
-    retention: [purgeOf(db, 'batches', PURGE_BATCHES)] as const,
-    listRecentWaiting: (rule: WaitRule, olderThanMs: number, limit: number) => listRecentWaiting(db, rule, olderThanMs, limit),
+    /** Retention: batches with their parcels and notices, and withdrawn parcels (sql/purge.ts). */
+    retention: [purgeOf(db, 'batches', PURGE_BATCHES), purgeWithdrawn(db)] as const,
+    listRecentWaiting: (rule: WaitRule, olderThanMs: number, limit: number, after?: RecentWaitingParcel | null) =>
+      listRecentWaiting(db, rule, olderThanMs, limit, after),
   };
 }
 

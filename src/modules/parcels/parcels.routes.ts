@@ -70,15 +70,19 @@ export function parcelsRoutes(service: ParcelsService): RouteTable {
         path: '/areas/:code/flush',
         auth: 'areas:write',
         summary: 'Batch what waits in an area now',
-        description: 'A MANUAL batch of the oldest waiting parcels of the area, up to its batch size (the rest keep waiting), answered as GET /batches/:id.',
+        description:
+          'A MANUAL batch of the oldest waiting parcels of the area, up to its batch size (the rest keep waiting), answered as GET /batches/:id. ' +
+          'A repeat under the same Idempotency-Key answers the batch the first one made; without one, a second flush answers 409 NOTHING_WAITING.',
         params: { code },
+        idempotencyKey: true,
         responses: { 200: { description: 'the batch', schema: batchJsonSchema } },
         errors: [
           { status: 404, code: 'AREA_NOT_FOUND' },
           { status: 409, code: 'NOTHING_WAITING' },
+          { status: 422, code: 'IDEMPOTENCY_KEY_REUSED' },
         ],
-        handle: async ({ params, client }, res) => {
-          res.json(batchJson(await service.flush(client, params.code)));
+        handle: async ({ params, client, idempotencyKey }, res) => {
+          res.json(batchJson(await service.flush(client, params.code, idempotencyKey)));
         },
       }),
       route({

@@ -11,7 +11,6 @@ import {
   runBatchAdd,
   runBatchRemove,
   runBatchRestore,
-  runBatchSetRule,
   runBatchTakeDue,
 } from '../scripts/batch-scripts.js';
 import { QueueErrorCode, QueueInputError } from '../errors.js';
@@ -103,7 +102,8 @@ export function createBatcher(redis: RedisClient, o: BatcherOptions) {
      * what a commit left over, what Redis lost); an item already waiting keeps
      * its own. With `takeFull`, takes out and returns every full batch the
      * group then holds (to be committed as full batches). With `rule`, sets
-     * the group's rule first (as setRule does, without its own take).
+     * the group's rule first (as setRule does; refused when the group holds
+     * one of a later version).
      */
     async restore(group: string, items: readonly TakenItem[], opts: { takeFull?: boolean; rule?: GroupRule } = {}): Promise<{ batches: TakenItem[][] }> {
       const k = keysOf(group);
@@ -118,22 +118,26 @@ export function createBatcher(redis: RedisClient, o: BatcherOptions) {
      * and applies it to what waits: the group's deadline moves with its
      * maximum wait (a flusher is woken when it is now the earliest, and takes
      * the group if it is due), and every full batch its batch size makes is
-     * taken out and returned (to be committed as full batches).
+     * taken out and returned (to be committed as full batches). A rule of an
+     * older version than the group's is refused: the group keeps its own.
      */
     async setRule(group: string, rule: GroupRule): Promise<{ batches: TakenItem[][] }> {
       const k = keysOf(group);
       checkRule(rule);
-      const r = await runBatchSetRule(redis, k, group, defaults, rule);
+      const r = await runBatchRestore(redis, k, group, defaults, [], { takeFull: true, rule });
       return { batches: cut(r.taken, r.size) };
     },
 
-    /** The groups of one shard that have a rule of their own, with it. */
+    /**
+     * The groups of one shard that have a rule of their own, with it (a
+     * group back on both defaults, its version kept, has none).
+     */
     async rules(shard: number): Promise<Map<string, GroupRule>> {
       const all = await redis.hgetall((keys[shard] as BatcherShardKeys).groupRules);
       const out = new Map<string, GroupRule>();
       for (const [group, value] of Object.entries(all)) {
         const rule = decodeRule(value);
-        if (rule) out.set(group, rule);
+        if (rule && (rule.batchSize !== null || rule.maxWaitMs !== null)) out.set(group, rule);
       }
       return out;
     },
@@ -164,6 +168,8 @@ function checkRule(rule: GroupRule): void {
     throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'batch size must be a whole number >= 1');
   if (rule.maxWaitMs !== null && (!Number.isInteger(rule.maxWaitMs) || rule.maxWaitMs < 0))
     throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'maximum wait must be a whole number of ms >= 0');
+  if (rule.version !== undefined && (!Number.isInteger(rule.version) || rule.version < 1))
+    throw new QueueInputError(QueueErrorCode.INVALID_OPTIONS, 'rule version must be a whole number >= 1');
 }
 
 function checkGroup(group: string): void {

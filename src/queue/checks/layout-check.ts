@@ -3,7 +3,7 @@
 // and records without a due time), and data written with
 // another shard count (QUEUE_SHARDS), which this build would look for in the
 // wrong shards.
-import { shardCountKey } from '../keys.js';
+import { reshardKey, shardCountKey } from '../keys.js';
 import { CORRUPT_RECORD_ERROR, parseRecord } from '../record.js';
 import type { Queue } from '../producer/queue.js';
 import type { RedisClient } from '../redis-client.js';
@@ -43,10 +43,11 @@ export async function checkQueueLayout(redis: RedisClient, queues: readonly Queu
 
 /**
  * Records each queue's shard count on first start and refuses a different one
- * later. Changing QUEUE_SHARDS over live data needs a drain: stop the API,
- * let the workers run every queue empty (stats: nothing pending, in flight
- * or dead), delete the `<prefix>:{<queue>:0}:shards` keys, then start with
- * the new count (the reconciliation passes re-create anything missed).
+ * later, unless the reshard command is changing it between the stored count
+ * and the configured one, or changed it from the configured one: processes
+ * spread jobs by the stored count (shard-layout.ts), so a configuration older
+ * than the reshard is safe. Any other count, changed in the configuration
+ * alone, is refused.
  */
 async function checkShardCounts(redis: RedisClient, queues: readonly Queue[]): Promise<void> {
   const wrong: string[] = [];
@@ -54,12 +55,19 @@ async function checkShardCounts(redis: RedisClient, queues: readonly Queue[]): P
     const key = shardCountKey(q.prefix, q.name);
     await redis.set(key, String(q.shards), 'NX');
     const stored = await redis.get(key);
-    if (stored !== null && Number(stored) !== q.shards) wrong.push(`${q.name} (written with ${stored}, configured ${q.shards})`);
+    if (stored === null || Number(stored) === q.shards) continue;
+    const move = await redis.hgetall(reshardKey(q.prefix, q.name));
+    const running = move.phase === 'poll' || move.phase === 'move';
+    if (running && (Number(move.from) === q.shards || Number(move.to) === q.shards)) continue;
+    // Set by a reshard from the configured count: this process's configuration
+    // is merely older than the change (any other count is still refused).
+    if (move.phase === 'done' && move.to === stored && Number(move.from) === q.shards) continue;
+    wrong.push(`${q.name} (written with ${stored}, configured ${q.shards})`);
   }
   if (wrong.length === 0) return;
   throw new QueueLayoutError(
     `Redis holds queue data written with another QUEUE_SHARDS: ${wrong.join(', ')}. Jobs are spread by hash mod the shard count, ` +
-      'so this build would strand jobs or run a second copy of them. To change it: stop the API, let the workers run the queues ' +
-      'empty, delete the keys <prefix>:{<queue>:0}:shards, then start with the new count; or start with the old count.',
+      'so this build would strand jobs or run a second copy of them. To change it while the service runs: npm run reshard -- ' +
+      '--queue <name> --to <count> (docs/operations.md), then set QUEUE_SHARDS to the new count; or start with the stored count.',
   );
 }

@@ -23,6 +23,8 @@ export type ShardPollerOptions = {
    * as dead); one that reaches Redis later than this changes nothing there.
    */
   readonly claimTimeoutMs: number;
+  /** Jobs due longer ago than this (ms) are claimed ahead of priority, oldest first. */
+  readonly priorityAgingMs: number;
   /** How many more jobs the pool can take now. */
   room(): number;
   /** Hands claimed jobs to the pool (claimedAt: the local ms the claim was asked, before its leases began); `late`: the claim answered after its timeout (it may bring more than room()). */
@@ -61,7 +63,7 @@ export function createShardPoller(o: ShardPollerOptions): ShardPoller {
     // The deadline, on the Redis clock, past which the claim must not run: a
     // claim left on the connection of a server that hung runs when it wakes,
     // long after we stopped waiting, and would lease jobs to nobody.
-    const claim = runClaim(o.redis, o.keys, want, o.leaseMs, MAX_RECLAIM_PER_CLAIM, o.clock.now() + o.claimTimeoutMs);
+    const claim = runClaim(o.redis, o.keys, want, o.leaseMs, MAX_RECLAIM_PER_CLAIM, o.clock.now() + o.claimTimeoutMs, o.priorityAgingMs);
     let r;
     try {
       r = await withTimeout(claim, o.claimTimeoutMs + ANSWER_SLACK_MS, 'claim');

@@ -19,7 +19,10 @@ import type { Queue } from '../producer/queue.js';
 import type { RedisClient } from '../scripts/scripts.js';
 import { type AnyJobHandler, type QueueLogger, type WorkerEvent, silentLogger } from '../types.js';
 import { type ServerClock, createServerClock, localNow } from '../wake/server-clock.js';
-import { type WakeSubscriber, listenForWakeUps } from '../wake/wake-subscriber.js';
+import { type WakeListener, type WakeTarget, listenForWakeUps } from '../wake/wake-subscriber.js';
+import type { ShardKeys } from '../keys.js';
+import { LAYOUT_CHANGED } from '../shard-layout.js';
+import { createShardFollower } from './shard-follower.js';
 
 export type WorkerOptions = {
   readonly queue: Queue;
@@ -83,10 +86,11 @@ export function createWorker(o: WorkerOptions): Worker {
   // Every running handler may listen to it (a webhook call each): no listener limit.
   setMaxListeners(0, shutdown.signal);
   let stopped: Promise<{ released: number; unfinished: number }> | null = null;
-  let wake: WakeSubscriber | null = null;
+  let wake: WakeListener | null = null;
 
   const fail = createFailureHandler({ queue, redis, log, emit, shutdown: shutdown.signal });
-  const acks: AckBatcher[] = queue.keys.map((k) => createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' })));
+  const ackerOf = (k: ShardKeys) => createAckBatcher(redis, k, log, (id) => emit({ kind: 'stale', queue: queue.name, id, op: 'ack' }));
+  const acks: AckBatcher[] = queue.keys.map(ackerOf);
   const extend = createLeaseExtender({ queue, redis, emit });
   const gate = o.limiter && createLimitGate({ queue, redis, limiter: o.limiter, log });
   const common = { leaseMs, clock, signal: shutdown.signal, extend, fail, emit, gate };
@@ -99,7 +103,8 @@ export function createWorker(o: WorkerOptions): Worker {
   };
   const pool = createPool({ queue, redis, log, concurrency, prefetch: prefetchOf(o, concurrency), lanes, run: runner.run, runBatch, onRoom });
   const accept = createIntake({ queue, redis, log, leaseMs, pool });
-  const pollers = pollersOf(o, { clock, log, leaseMs, idleRecheckMs, pool, accept, emit });
+  const pollerOf = pollersOf(o, { clock, log, leaseMs, idleRecheckMs, pool, accept, emit });
+  const pollers = queue.keys.map((_, shard) => pollerOf(shard));
   const deadSweeper = createDeadSweeper(queue, log);
   // Claimed but not started when a pause is announced: handed back (attempt
   // refunded), so within a Pub/Sub round trip only jobs already running go on.
@@ -110,19 +115,49 @@ export function createWorker(o: WorkerOptions): Worker {
     });
   };
 
+  // A new head announces its due time; a pause -1 (lua/queue/pause.lua); a
+  // change of the shard count LAYOUT_CHANGED (producer/reshard.ts).
+  const targetOf = (shard: number, poller: ShardPoller): WakeTarget => ({
+    channel: (queue.keys[shard] as ShardKeys).wake,
+    wakeAt: (dueAt) => (dueAt === LAYOUT_CHANGED ? follower.readNow() : dueAt < 0 ? handBackOnPause() : poller.wakeAt(clock.localAt(dueAt))),
+    wakeNow: poller.wakeNow,
+  });
+  const follower = createShardFollower({
+    queue,
+    log,
+    polled: () => pollers.length,
+    async addShard(shard) {
+      const poller = pollerOf(shard);
+      const acker = ackerOf(queue.keys[shard] as ShardKeys);
+      // Its acks must find their batcher before its first claim lands.
+      acks[shard] = acker;
+      try {
+        await wake?.add(targetOf(shard, poller));
+      } catch (err) {
+        await poller.stop();
+        throw err;
+      }
+      // A stop begun meanwhile stopped the pollers listed then: this one is
+      // not among them, so it stops here, never listed.
+      if (stopped !== null) {
+        await poller.stop();
+        return;
+      }
+      pollers[shard] = poller;
+    },
+  });
+
   return {
     async start() {
       wake = await listenForWakeUps({
         redis,
         ...(o.subscriber && { subscriber: o.subscriber }),
-        // A new head announces its due time; a pause announces -1 (lua/queue/pause.lua).
-        targets: queue.keys.map((k, shard) => {
-          const poller = pollers[shard] as ShardPoller;
-          return { channel: k.wake, wakeAt: (dueAt) => (dueAt < 0 ? handBackOnPause() : poller.wakeAt(clock.localAt(dueAt))), wakeNow: poller.wakeNow };
-        }),
+        targets: pollers.map((p, shard) => targetOf(shard, p)),
         idleRecheckMs,
         log,
       });
+      follower.start();
+      follower.readNow(); // a count changed since this process was configured: its shards at once
       deadSweeper.start();
       log.info({ queue: queue.name, shards: queue.shards, concurrency }, 'worker started');
     },
@@ -136,6 +171,7 @@ export function createWorker(o: WorkerOptions): Worker {
 
   async function shutdownOnce(): Promise<{ released: number; unfinished: number }> {
     pool.close();
+    follower.stop();
     deadSweeper.stop();
     await Promise.all(pollers.map((p) => p.stop()));
     const released = await pool.releaseWaiting();
@@ -171,16 +207,16 @@ function prefetchOf(o: WorkerOptions, concurrency: number): PrefetchBudget {
     : adaptivePrefetch({ base: Math.max(concurrency, 20), max: MAX_PREFETCH, workMs: PREFETCH_WORK_MS });
 }
 
-/** A claim loop per shard, asking the pool for room and handing it what it claims. */
+/** A shard's claim loop, asking the pool for room and handing it what it claims. */
 function pollersOf(
   o: WorkerOptions,
   d: { clock: ServerClock; log: QueueLogger; leaseMs: number; idleRecheckMs: number; pool: Pool; accept: Accept; emit: (e: WorkerEvent) => void },
-): ShardPoller[] {
+): (shard: number) => ShardPoller {
   const { queue, redis } = o;
-  return queue.keys.map((keys, shard) =>
+  return (shard) =>
     createShardPoller({
       redis,
-      keys,
+      keys: queue.keys[shard] as ShardKeys,
       shard,
       clock: d.clock,
       log: d.log,
@@ -188,10 +224,10 @@ function pollersOf(
       leaseMs: d.leaseMs,
       idleRecheckMs: d.idleRecheckMs,
       claimTimeoutMs: o.claimTimeoutMs ?? 2_000,
+      priorityAgingMs: queue.priorityAgingMs,
       room: d.pool.room,
       accept: d.accept,
       onClaim: (count, reclaimed) => d.emit({ kind: 'claimed', queue: queue.name, count, reclaimed }),
       onConnectionSuspect: () => redis.disconnect(true),
-    }),
-  );
+    });
 }

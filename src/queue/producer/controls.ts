@@ -22,7 +22,7 @@ export type PauseState = {
 };
 
 export function createControls(q: QueueSetup) {
-  const { redis, keys } = q;
+  const { redis, keys, layout } = q;
 
   function targetOf(type: string | undefined): string {
     if (type === undefined) return WHOLE_QUEUE;
@@ -33,6 +33,9 @@ export function createControls(q: QueueSetup) {
   /** Pauses every shard; `changed` when some shard was not paused yet (idempotent). */
   async function pause(type?: string): Promise<{ changed: boolean }> {
     const target = targetOf(type);
+    // Read now, not up to a second old: a change of the shard count that
+    // began meanwhile adds shards this pause must reach too.
+    await layout.fresh(true);
     const r = await Promise.all(keys.map((k) => runPause(redis, k, target)));
     return { changed: r.some((x) => x.created) };
   }
@@ -52,12 +55,14 @@ export function createControls(q: QueueSetup) {
   /** Lifts the pause in every shard and moves its parked jobs back to due in due order; `changed` when some shard was paused. */
   async function resume(type?: string): Promise<{ changed: boolean; moved: number }> {
     const target = targetOf(type);
+    await layout.fresh(true); // as pause
     const r = await Promise.all(keys.map((k) => drainShard(k, target, true)));
     return { changed: r.some((x) => x.wasPaused), moved: r.reduce((a, x) => a + x.moved, 0) };
   }
 
   /** The pause state of every shard, and what every shard agrees on. */
   async function pauseState(): Promise<PauseState> {
+    await layout.fresh(); // every shard of the stored count, which a reshard may have raised past the configured one
     const per = await Promise.all(keys.map((k) => readPaused(redis, k)));
     const count = new Map<string, number>();
     for (const s of per) for (const f of Object.keys(s)) count.set(f, (count.get(f) ?? 0) + 1);

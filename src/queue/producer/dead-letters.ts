@@ -4,7 +4,8 @@
 // returned), so a page never repeats or skips a job while others die or are
 // redriven.
 import { QueueErrorCode, QueueInputError, invalidOptions } from '../errors.js';
-import { type ShardKeys, shardOf } from '../keys.js';
+import type { ShardKeys } from '../keys.js';
+import { shardsOf } from '../shard-layout.js';
 import type { JobInfo } from '../types.js';
 import type { RedisClient } from '../redis-client.js';
 import { runDeleteDead, runRedrive, runTrimDead } from '../scripts/admin-scripts.js';
@@ -19,26 +20,35 @@ const TRIM_CALLS = 10;
 
 /** `get` is the queue's lookup: a listed job is shown as a lookup shows it. */
 export function createDeadLetters(q: QueueSetup, get: (id: string) => Promise<JobInfo | null>) {
-  const { redis, keys, keysOf, deadRetention } = q;
+  const { redis, keys, layout, deadRetention } = q;
+
+  /** Whether `op` succeeded in a shard the job may be in, old first while jobs move (shard-layout.ts). */
+  async function inItsShards(id: string, op: (k: ShardKeys) => Promise<number>): Promise<boolean> {
+    for (const sh of shardsOf(await layout.fresh(), id)) if ((await op(keys[sh] as ShardKeys)) === 1) return true;
+    return false;
+  }
 
   async function redrive(id: string): Promise<boolean> {
     checkId(id);
-    return (await runRedrive(redis, keysOf(id), { id })) === 1;
+    return inItsShards(id, (k) => runRedrive(redis, k, { id }));
   }
 
   /** Redrive up to `max` of the oldest dead jobs per shard. */
   async function redriveAll(max = 1_000): Promise<number> {
+    await layout.fresh(); // every shard of the stored count, which a reshard may have raised past the configured one
     const counts = await Promise.all(keys.map((k) => runRedrive(redis, k, { max })));
     return counts.reduce((a, b) => a + b, 0);
   }
 
   /** One page of dead jobs, oldest death first, across shards. */
-  function listDead(cursor: string | null, limit = 50): Promise<{ jobs: JobInfo[]; next: string | null }> {
+  async function listDead(cursor: string | null, limit = 50): Promise<{ jobs: JobInfo[]; next: string | null }> {
+    await layout.fresh(); // as redriveAll
     return listDeadPage({ redis, keys, get }, cursor, limit);
   }
 
   /** Removes dead jobs past the retention (a bounded number per shard); returns how many. */
   async function trimDead(): Promise<number> {
+    await layout.fresh(); // as redriveAll
     let removed = 0;
     for (const k of keys) {
       for (let i = 0; i < TRIM_CALLS; i++) {
@@ -52,7 +62,7 @@ export function createDeadLetters(q: QueueSetup, get: (id: string) => Promise<Jo
 
   async function deleteDead(id: string): Promise<boolean> {
     checkId(id);
-    return (await runDeleteDead(redis, keysOf(id), [id])) === 1;
+    return inItsShards(id, (k) => runDeleteDead(redis, k, [id]));
   }
 
   return { redrive, redriveAll, listDead, trimDead, deleteDead };
@@ -75,6 +85,7 @@ export async function listDeadPage(
     after = { diedAt: Number(m[2]), id: m[3] as string };
   }
   const jobs: JobInfo[] = [];
+  let lastShard = 0;
   for (; shard < shards && jobs.length < limit; shard++, after = null) {
     const k = keys[shard] as ShardKeys;
     // Keyset on (score, member): read from the cursor's score on, skipping what
@@ -94,12 +105,15 @@ export async function listDeadPage(
       for (let i = 0; i < ids.length && jobs.length < limit;) {
         const batch = ids.slice(i, i + limit - jobs.length);
         i += batch.length;
-        for (const info of await Promise.all(batch.map(q.get))) if (info?.state === 'dead') jobs.push(info);
+        for (const info of await Promise.all(batch.map(q.get))) {
+          if (info?.state !== 'dead') continue;
+          jobs.push(info);
+          lastShard = shard;
+        }
       }
       if (raw.length < 2 * chunk) break;
     }
   }
   const last = jobs[jobs.length - 1];
-  const lastShard = last ? shardOf(last.id, shards) : 0;
   return { jobs, next: jobs.length === limit && last ? `${lastShard}:${last.diedAt}:${last.id}` : null };
 }

@@ -1,19 +1,26 @@
 // Reading a queue without changing it: one job by id, and the counts per
 // shard and in total, each shard read by one script call.
 import type { JobInfo, JobState, QueueStats } from '../types.js';
-import { type JobRecord, parseRecord } from '../record.js';
-import { runInspect, runStats } from '../scripts/admin-scripts.js';
+import { DEFAULT_PRIORITY, type JobRecord, parseRecord } from '../record.js';
+import type { ShardKeys } from '../keys.js';
+import { type InspectReply, runInspect, runStats } from '../scripts/admin-scripts.js';
+import { shardsOf } from '../shard-layout.js';
 import { type QueueSetup, maxAttemptsOf } from './queue-options.js';
 import { checkId, decodePayload } from './schedule-input.js';
 
 export function createLookups(q: QueueSetup) {
-  const { redis, name, keys, keysOf } = q;
+  const { redis, name, keys, layout } = q;
   const typeNames = Object.keys(q.types);
 
   async function get(id: string): Promise<JobInfo | null> {
     checkId(id);
-    const r = await runInspect(redis, keysOf(id), id);
-    if (r.record === null) return null;
+    // Old shard first while jobs move (shard-layout.ts: shardsOf).
+    let r: InspectReply | undefined;
+    for (const sh of shardsOf(await layout.fresh(), id)) {
+      r = await runInspect(redis, keys[sh] as ShardKeys, id);
+      if (r.record !== null) break;
+    }
+    if (!r || r.record === null) return null;
     const state: JobState = r.diedAt !== null ? 'dead' : r.leaseUntil !== null ? 'in_flight' : 'pending';
     let rec: JobRecord;
     let payload: unknown;
@@ -25,7 +32,7 @@ export function createLookups(q: QueueSetup) {
       // shown as its raw text: a lookup and the dead-letter listing must still
       // answer, so an operator can see it and delete it.
       const times = { dueAt: r.dueAt, leaseUntil: r.leaseUntil, diedAt: r.diedAt, lastError: r.lastError, parked: r.parked };
-      return { id, state, type: '', payload: r.record, attempts: 0, maxAttempts: 0, ...times };
+      return { id, state, type: '', payload: r.record, attempts: 0, maxAttempts: 0, priority: DEFAULT_PRIORITY, ...times };
     }
     return {
       id,
@@ -39,10 +46,12 @@ export function createLookups(q: QueueSetup) {
       diedAt: r.diedAt,
       lastError: r.lastError,
       parked: r.parked,
+      priority: rec.priority,
     };
   }
 
   async function shardStats(): Promise<QueueStats[]> {
+    await layout.fresh(); // every shard a change of the shard count added too
     return Promise.all(
       keys.map(async (k, shard) => {
         const s = await runStats(redis, k, typeNames);

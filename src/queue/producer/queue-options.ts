@@ -3,9 +3,11 @@
 // other part of the producer takes the resolved QueueSetup.
 import { type BackoffPolicy, DEFAULT_BACKOFF } from '../backoff.js';
 import { invalidOptions } from '../errors.js';
-import { QUEUE_NAME_PATTERN, type ShardKeys, shardKeys, shardOf } from '../keys.js';
+import { QUEUE_NAME_PATTERN, type ShardKeys } from '../keys.js';
 import type { RedisClient } from '../redis-client.js';
+import { type ShardLayout, createShardLayout } from '../shard-layout.js';
 import { JOB_TYPE_PATTERN } from '../record.js';
+import { DEFAULT_PRIORITY_AGING_MS } from '../scripts/scripts.js';
 import type { Job, JobTypeOptions } from '../types.js';
 import { checkMaxAttempts } from './schedule-input.js';
 
@@ -28,6 +30,11 @@ export type QueueOptions = {
   readonly maxPayloadBytes?: number;
   /** How long dead jobs are kept, and how many at most per shard (the oldest go first). Default 7 days, 100 000. */
   readonly deadRetention?: DeadRetention;
+  /**
+   * The starvation bound of job priorities (ms): a job due longer ago than
+   * this is claimed ahead of priority, oldest first. Default 10 s.
+   */
+  readonly priorityAgingMs?: number;
 };
 
 export type DeadRetention = { readonly maxAgeMs: number; readonly maxCount: number };
@@ -44,9 +51,12 @@ export type QueueSetup = {
   readonly maxPayloadBytes: number;
   readonly deadRetention: DeadRetention;
   readonly recordGroups: boolean;
+  readonly priorityAgingMs: number;
   readonly types: Readonly<Record<string, JobTypeOptions>>;
+  /** Every shard the layout has named (grows when a change of the shard count adds shards). */
   readonly keys: ShardKeys[];
-  keysOf(id: string): ShardKeys;
+  /** The shards in use now: the stored count, or a change of it in progress (shard-layout.ts). */
+  readonly layout: ShardLayout;
 };
 
 /** Refuses a bad name, shard count, job type or attempt limit before any key is built. */
@@ -57,15 +67,19 @@ export function resolveQueueOptions(redis: RedisClient, options: QueueOptions): 
   const maxPayloadBytes = options.maxPayloadBytes ?? 64 * 1024;
   const deadRetention = options.deadRetention ?? DEFAULT_DEAD_RETENTION;
   const recordGroups = options.recordGroups ?? false;
+  const priorityAgingMs = options.priorityAgingMs ?? DEFAULT_PRIORITY_AGING_MS;
+  if (!Number.isInteger(priorityAgingMs) || priorityAgingMs < 0 || priorityAgingMs > 86_400_000) {
+    invalidOptions(`priorityAgingMs must be an integer 0..86400000: ${priorityAgingMs}`);
+  }
   if (!QUEUE_NAME_PATTERN.test(name)) invalidOptions(`queue name must match ${QUEUE_NAME_PATTERN}: ${name}`);
   if (!Number.isInteger(shards) || shards < 1 || shards > 1024) invalidOptions(`shards must be 1..1024: ${shards}`);
   for (const [type, t] of Object.entries(options.types)) {
     if (!JOB_TYPE_PATTERN.test(type)) invalidOptions(`job type must match ${JOB_TYPE_PATTERN}: ${type}`);
     if (t.maxAttempts !== undefined) checkMaxAttempts(t.maxAttempts);
   }
-  const keys: ShardKeys[] = Array.from({ length: shards }, (_, s) => shardKeys(prefix, name, s));
-  const keysOf = (id: string): ShardKeys => keys[shardOf(id, shards)] as ShardKeys;
-  return { redis, name, shards, prefix, maxPayloadBytes, deadRetention, recordGroups, types: options.types, keys, keysOf };
+  const layout = createShardLayout(redis, prefix, name, shards);
+  const keys = layout.keys;
+  return { redis, name, shards, prefix, maxPayloadBytes, deadRetention, recordGroups, priorityAgingMs, types: options.types, keys, layout };
 }
 
 /** A job's attempt limit: its own, else its type's, else the default. */

@@ -37,6 +37,10 @@ export function createQueue(redis: RedisClient, options: QueueOptions) {
     prefix: q.prefix,
     shards: q.shards,
     keys: q.keys as readonly ShardKeys[],
+    /** The shards in use (stored count, or a change of it in progress); workers poll every one it names. */
+    layout: q.layout,
+    /** The starvation bound of priorities (ms): the workers' claims pass it (lua/queue/claim.lua). */
+    priorityAgingMs: q.priorityAgingMs,
     maxAttemptsOf: (type: string, override: number | undefined): number => maxAttemptsOf(options.types, type, override),
     backoffOf: (type: string) => backoffOf(options.types, type),
     /** The endpoint a job (payload decoded) calls, for the queue limiter (queue-options.ts). */

@@ -4,6 +4,7 @@
 // QueueInputError with a stable code.
 import type { JobTypeOptions } from '../types.js';
 import { QueueErrorCode, QueueInputError, invalidOptions } from '../errors.js';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../record.js';
 import { ScheduleCode, type ScheduleHeader, type ScheduleItem } from '../scripts/schedule-scripts.js';
 
 export type ScheduleMode = 'upsert' | 'nx' | 'xx' | 'pending';
@@ -18,6 +19,12 @@ export type ScheduleInput = When & {
    */
   readonly mode?: ScheduleMode;
   readonly maxAttempts?: number;
+  /**
+   * 0..9 (default 5): among jobs already due, higher is claimed first; a job
+   * overdue by more than the queue's priorityAgingMs is claimed ahead of
+   * priority, oldest first (lua/lib/due-index.lua). Nothing runs before its time.
+   */
+  readonly priority?: number;
 };
 /** exists: pending or in flight; dead: in the dead set (nx only), where it stays unless redriven. */
 export type ScheduleResult = { readonly status: 'created' | 'updated' | 'exists' | 'not_found' | 'dead'; readonly dueAt: number };
@@ -32,7 +39,8 @@ const MAX_DUE_MS = 10_000_000_000_000;
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 const MODES: Record<ScheduleMode, ScheduleHeader['mode']> = { upsert: 'upsert', nx: 'nx', xx: 'xx', pending: 'xp' };
 
-export const STATUS: Record<ScheduleCode, ScheduleResult['status']> = {
+/** Every answer but STALE_LAYOUT, which the scheduling code retries and never returns. */
+export const STATUS: Record<Exclude<ScheduleCode, typeof ScheduleCode.STALE_LAYOUT>, ScheduleResult['status']> = {
   [ScheduleCode.CREATED]: 'created',
   [ScheduleCode.UPDATED]: 'updated',
   [ScheduleCode.EXISTS]: 'exists',
@@ -49,18 +57,40 @@ export function prepareJob(input: ScheduleInput, queueName: string, types: Reado
     throw new QueueInputError(QueueErrorCode.UNKNOWN_JOB_TYPE, `queue ${queueName} has no job type "${input.type}"`);
   }
   if (input.maxAttempts !== undefined) checkMaxAttempts(input.maxAttempts);
+  const priority = priorityOf(input.priority);
   const { timeKind, time } = timeOf(input);
   const m = input.mode ?? 'upsert';
   const mode = Object.hasOwn(MODES, m) ? MODES[m] : undefined;
   if (!mode) invalidOptions(`mode must be upsert, nx, xx or pending: ${String(input.mode)}`);
   return {
-    header: { mode, timeKind, type: input.type, maxAttempts: input.maxAttempts },
+    header: { mode, timeKind, type: input.type, maxAttempts: input.maxAttempts, priority },
     item: { id: input.id, time, payload: encodePayload(input.payload, maxPayloadBytes) },
   };
 }
 
-/** Splits one shard's jobs (input indexes) into calls: consecutive jobs with equal settings, at most CALL_JOBS each. */
+/**
+ * Splits one shard's jobs (input indexes) into calls of equal settings, at
+ * most CALL_JOBS each. Jobs of distinct ids are grouped by their settings (a
+ * bulk of mixed priorities is a few calls, not one per change); when an id
+ * repeats, consecutive runs, so each job sees the writes of those before it.
+ */
 export function callsOf(prepared: readonly Prepared[], idx: readonly number[]): number[][] {
+  const at = (i: number) => prepared[i] as Prepared;
+  if (new Set(idx.map((i) => at(i).item.id)).size === idx.length) {
+    const groups = new Map<string, number[]>();
+    for (const i of idx) {
+      const h = at(i).header;
+      const key = `${h.mode}|${h.timeKind}|${h.type}|${h.maxAttempts ?? ''}|${h.priority ?? ''}`;
+      const g = groups.get(key);
+      if (g) g.push(i);
+      else groups.set(key, [i]);
+    }
+    if (groups.size > 1) return [...groups.values()].flatMap((g) => consecutiveCalls(prepared, g));
+  }
+  return consecutiveCalls(prepared, idx);
+}
+
+function consecutiveCalls(prepared: readonly Prepared[], idx: readonly number[]): number[][] {
   const runs: number[][] = [];
   for (let start = 0; start < idx.length;) {
     const first = (prepared[idx[start] as number] as Prepared).header;
@@ -74,7 +104,16 @@ export function callsOf(prepared: readonly Prepared[], idx: readonly number[]): 
 }
 
 function sameHeader(a: ScheduleHeader, b: ScheduleHeader): boolean {
-  return a.mode === b.mode && a.timeKind === b.timeKind && a.type === b.type && a.maxAttempts === b.maxAttempts;
+  return a.mode === b.mode && a.timeKind === b.timeKind && a.type === b.type && a.maxAttempts === b.maxAttempts && a.priority === b.priority;
+}
+
+/** A job's priority as the record keeps it: undefined for the default (none written). */
+export function priorityOf(p: unknown): number | undefined {
+  if (p === undefined) return undefined;
+  if (typeof p !== 'number' || !Number.isInteger(p) || p < MIN_PRIORITY || p > MAX_PRIORITY) {
+    throw new QueueInputError(QueueErrorCode.INVALID_PRIORITY, `priority must be an integer ${MIN_PRIORITY}..${MAX_PRIORITY}: ${String(p)}`);
+  }
+  return p === DEFAULT_PRIORITY ? undefined : p;
 }
 
 export function checkMaxAttempts(n: number): void {

@@ -10,21 +10,26 @@ export type BatchDefaults = { batchSize: number; maxWaitMs: number };
 
 /**
  * A group's own rule: its batch size and maximum wait (ms); null for the
- * batcher's default. A rule of two nulls is no rule.
+ * batcher's default. A rule of two nulls is no rule. `version` (a whole
+ * number >= 1, raised by the caller's source of truth with every change):
+ * the scripts refuse a rule older than the one the group holds, so a put
+ * back or a late call carrying a rule read before a newer one was set
+ * cannot undo it. Without one, the rule is set whatever the group holds.
  */
-export type GroupRule = { batchSize: number | null; maxWaitMs: number | null };
+export type GroupRule = { batchSize: number | null; maxWaitMs: number | null; version?: number | undefined };
 
-/** A rule as the scripts take it (lua/lib/group.lua): "-" for none, else "<size>,<wait ms>". */
+/** A rule as the scripts take it (lua/lib/group.lua): "<size>,<wait ms>,<version>"; without a version "-" for none, else "<size>,<wait ms>". */
 export function encodeRule(rule: GroupRule): string {
+  if (rule.version !== undefined) return `${rule.batchSize ?? ''},${rule.maxWaitMs ?? ''},${rule.version}`;
   if (rule.batchSize === null && rule.maxWaitMs === null) return '-';
   return `${rule.batchSize ?? ''},${rule.maxWaitMs ?? ''}`;
 }
 
 /** A rule as the `groupRules` HASH holds it; null for a value it never writes. */
 export function decodeRule(value: string): GroupRule | null {
-  const m = /^(\d*),(\d*)$/.exec(value);
+  const m = /^(\d*),(\d*)(?:,(\d+))?$/.exec(value);
   if (!m) return null;
-  return { batchSize: m[1] ? Number(m[1]) : null, maxWaitMs: m[2] ? Number(m[2]) : null };
+  return { batchSize: m[1] ? Number(m[1]) : null, maxWaitMs: m[2] ? Number(m[2]) : null, ...(m[3] && { version: Number(m[3]) }) };
 }
 
 function pairs(flat: (string | number)[], from: number, count: number): TakenItem[] {
@@ -86,7 +91,7 @@ export async function runBatchRemove(
   return Number(await call(redis, 'bqRemove', groupKeys(k, group), [group, defaults.maxWaitMs, ...items]));
 }
 
-/** What restore and set-rule answer: the group's deadline and batch size after the call, and the full batches taken. */
+/** What restore answers: the group's deadline and batch size after the call, and the full batches taken. */
 export type GroupTake = { deadline: number | null; size: number; taken: TakenItem[] };
 
 function groupTake(r: (string | number)[]): GroupTake {
@@ -94,7 +99,11 @@ function groupTake(r: (string | number)[]): GroupTake {
   return { deadline: deadline < 0 ? null : deadline, size: Number(r[1]), taken: pairs(r, 3, Number(r[2])) };
 }
 
-/** `takeFull`: take every full batch after the put back. `rule`: the group's rule to set first (undefined: leave it). */
+/**
+ * `takeFull`: take every full batch after the put back. `rule`: the group's
+ * rule to set first (undefined: leave it). No items with a rule: the rule's
+ * change alone (restore.lua serves both).
+ */
 export async function runBatchRestore(
   redis: RedisClient,
   k: BatcherShardKeys,
@@ -106,9 +115,4 @@ export async function runBatchRestore(
   const rule = o.rule === undefined ? '' : encodeRule(o.rule);
   const args = [k.wake, group, defaults.batchSize, defaults.maxWaitMs, o.takeFull ? '1' : '', rule, ...items.flatMap((t) => [t.arrivedAt, t.item])];
   return groupTake((await call(redis, 'bqRestore', groupKeys(k, group), args)) as (string | number)[]);
-}
-
-export async function runBatchSetRule(redis: RedisClient, k: BatcherShardKeys, group: string, defaults: BatchDefaults, rule: GroupRule): Promise<GroupTake> {
-  const args = [k.wake, group, defaults.batchSize, defaults.maxWaitMs, encodeRule(rule)];
-  return groupTake((await call(redis, 'bqSetRule', groupKeys(k, group), args)) as (string | number)[]);
 }

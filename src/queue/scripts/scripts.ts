@@ -4,6 +4,9 @@ import type { ShardKeys } from '../keys.js';
 import type { RedisClient } from '../redis-client.js';
 import { call } from './registry.js';
 
+/** How long a due job may wait behind jobs of higher priority before it is claimed by due time alone (ms). */
+export const DEFAULT_PRIORITY_AGING_MS = 10_000;
+
 export type { RedisClient };
 
 export type ClaimedRaw = { id: string; dueAt: number; record: string };
@@ -21,7 +24,11 @@ export type ClaimReply = {
   jobs: ClaimedRaw[];
 };
 
-/** `deadline`: ms since epoch on the Redis clock after which the claim must change nothing (null: none). */
+/**
+ * `deadline`: ms since epoch on the Redis clock after which the claim must
+ * change nothing (null: none). `agingMs`: jobs due longer ago than this are
+ * claimed first, oldest first, whatever their priority (null: strict priority).
+ */
 export async function runClaim(
   redis: RedisClient,
   k: ShardKeys,
@@ -29,8 +36,9 @@ export async function runClaim(
   leaseMs: number,
   maxReclaim: number,
   deadline: number | null = null,
+  agingMs: number | null = DEFAULT_PRIORITY_AGING_MS,
 ): Promise<ClaimReply> {
-  const args = [max, leaseMs, maxReclaim, deadline === null ? '' : Math.floor(deadline)];
+  const args = [max, leaseMs, maxReclaim, deadline === null ? '' : Math.floor(deadline), agingMs === null ? '' : Math.floor(agingMs)];
   const r = (await call(redis, 'dqClaim', k, args)) as (string | number)[];
   const jobs: ClaimedRaw[] = [];
   for (let i = 5; i < r.length; i += 3) {

@@ -8,6 +8,8 @@ import { type RedisClient, subscriberOf } from '../redis-client.js';
 import type { QueueLogger } from '../types.js';
 
 export type WakeSubscriber = { stop(): Promise<void> };
+/** A subscriber that can take more channels while it runs (shards a change of the shard count adds). */
+export type WakeListener = WakeSubscriber & { add(target: WakeTarget): Promise<void> };
 
 const UNSUBSCRIBE_TIMEOUT_MS = 1_000;
 /** How long start-up keeps trying to subscribe through a Redis blip. */
@@ -16,13 +18,13 @@ const SUBSCRIBE_RETRY_MS = 250;
 
 export async function startWakeSubscriber(opts: {
   readonly subscriber: RedisClient;
-  /** channel -> callback with the announced due time (ms since epoch, Redis clock) */
-  readonly channels: ReadonlyMap<string, (dueAt: number) => void>;
+  /** channel -> callback with the announced due time (ms since epoch, Redis clock); add() puts more in */
+  readonly channels: Map<string, (dueAt: number) => void>;
   readonly onReconnect: () => void;
   readonly pingEveryMs: number;
   readonly pingTimeoutMs: number;
   readonly log: QueueLogger;
-}): Promise<WakeSubscriber> {
+}): Promise<WakeSubscriber & { add(channel: string, cb: (dueAt: number) => void): Promise<void> }> {
   const { subscriber: sub, channels, log } = opts;
   const onMessage = (channel: string, message: string) => {
     const cb = channels.get(channel);
@@ -82,6 +84,11 @@ export async function startWakeSubscriber(opts: {
   pinger.unref();
 
   return {
+    async add(channel, cb) {
+      // In the map first: a reconnect meanwhile subscribes it with the rest.
+      channels.set(channel, cb);
+      await sub.subscribe(channel);
+    },
     async stop() {
       clearInterval(pinger);
       sub.off('message', onMessage);
@@ -118,17 +125,18 @@ export async function listenForWakeUps(o: {
   readonly targets: readonly WakeTarget[];
   readonly idleRecheckMs: number;
   readonly log: QueueLogger;
-}): Promise<WakeSubscriber> {
+}): Promise<WakeListener> {
   const subscriber = o.subscriber ?? subscriberOf(o.redis);
   const close = () => {
     if (subscriber !== o.subscriber) subscriber.disconnect();
   };
-  let wake: WakeSubscriber;
+  const targets = [...o.targets];
+  let wake: Awaited<ReturnType<typeof startWakeSubscriber>>;
   try {
     wake = await startWakeSubscriber({
       subscriber,
       channels: new Map(o.targets.map((t) => [t.channel, (at: number) => t.wakeAt(at)])),
-      onReconnect: () => o.targets.forEach((t) => t.wakeNow()),
+      onReconnect: () => targets.forEach((t) => t.wakeNow()),
       pingEveryMs: o.idleRecheckMs,
       pingTimeoutMs: Math.max(o.idleRecheckMs, 2_000),
       log: o.log,
@@ -139,6 +147,11 @@ export async function listenForWakeUps(o: {
   }
   o.targets.forEach((t) => t.wakeNow());
   return {
+    async add(t) {
+      targets.push(t);
+      await wake.add(t.channel, (at: number) => t.wakeAt(at));
+      t.wakeNow();
+    },
     async stop() {
       await wake.stop();
       close();

@@ -200,10 +200,28 @@ describe('retention', () => {
     const kept = [await batch('RT', 40, 'PENDING', 10), await batch('RT', 20, 'SENT', 10)];
     // A parcel waiting since long ago (its area's flush lost, say): live.
     await sql(`INSERT INTO parcels (tracking_no, area_code, status, created_at) VALUES ('rt-waiting', 'RT', 'WAITING', ${ago(40)})`);
+    // Withdrawn parcels (in no batch) go by the same age: three old ones, a young one kept.
+    for (const [t, days] of [
+      ['rt-wd-1', 40],
+      ['rt-wd-2', 35],
+      ['rt-wd-3', 31],
+      ['rt-wd-young', 20],
+    ] as const)
+      await sql(`INSERT INTO parcels (tracking_no, area_code, status, created_at) VALUES ('${t}', 'RT', 'WITHDRAWN', ${ago(days)})`);
     const repo = createParcelsRepository(tdb.db);
     expect(await runRetention({ olderThanSeconds: CUTOFF, batchSize: 1_000, purges: repo.retention }, 60_000)).toEqual({
       batches: 2,
+      'parcels WITHDRAWN': 3,
     });
+    expect(await count('parcels', `status = 'WITHDRAWN'`)).toBe(1);
+    expect(await count('parcels', `tracking_no = 'rt-wd-young'`)).toBe(1);
+    // Read a row at a time (the keyset cursor of (created_at, client, tracking number)), one arrival shared by two.
+    for (const t of ['rt-wd-4', 'rt-wd-5'])
+      await sql(`INSERT INTO parcels (tracking_no, area_code, status, created_at) VALUES ('${t}', 'RT', 'WITHDRAWN', now() - interval '33 days')`);
+    await sql(`UPDATE parcels SET created_at = (SELECT created_at FROM parcels WHERE tracking_no = 'rt-wd-4') WHERE tracking_no = 'rt-wd-5'`);
+    await sql(`INSERT INTO parcels (tracking_no, area_code, status, created_at) VALUES ('rt-wd-6', 'RT', 'WITHDRAWN', ${ago(32)})`);
+    expect(await runRetention({ olderThanSeconds: CUTOFF, batchSize: 1, purges: [repo.retention[1]] }, 60_000)).toEqual({ 'parcels WITHDRAWN': 3 });
+    expect(await count('parcels', `status = 'WITHDRAWN'`)).toBe(1);
     for (const id of gone) {
       expect(await exists('batches', id)).toBe(false);
       expect(await count('parcels', 'batch_id = $1::uuid', id)).toBe(0);

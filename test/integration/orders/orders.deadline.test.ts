@@ -91,6 +91,18 @@ describe('PATCH /orders/:id', () => {
     expect(Date.parse(next.body.expiresAt)).toBe(o.expiresAt + 20_000);
   });
 
+  it("keeps the latest keyed move's key through a move without one: that move's retry still moves nothing", async () => {
+    const o = await create(60);
+    expect((await patch(o.id, { extendBySeconds: 10 }, 'kept-1')).status).toBe(200);
+    const keyless = await patch(o.id, { extendBySeconds: 5 });
+    expect(Date.parse(keyless.body.expiresAt)).toBe(o.expiresAt + 15_000);
+    const retry = await patch(o.id, { extendBySeconds: 10 }, 'kept-1');
+    expect(retry.status).toBe(200);
+    expect(Date.parse(retry.body.expiresAt)).toBe(o.expiresAt + 15_000);
+    expect((await row(o.id)).expiresAt.getTime()).toBe(o.expiresAt + 15_000);
+    expect((await patch(o.id, { extendBySeconds: 20 }, 'kept-1')).body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+  });
+
   it('refuses every bad input with a problem and changes neither the row nor its job', async () => {
     const o = await create(60);
     const before = await row(o.id);
@@ -172,6 +184,30 @@ describe('PATCH /orders/:id', () => {
     expect((await row(o.id)).status).toBe('UNPAID');
     expect((await orders().reconcile.run(60_000)).cancelled).toBeGreaterThanOrEqual(1);
     expect((await row(o.id)).status).toBe('CANCELLED');
+  });
+
+  it('has the expiry job of an order moved earlier, left later by a lost reschedule, brought to the new deadline by the pass', async () => {
+    const o = await create(60);
+    const to = Date.now() + 2_500;
+    expect((await patch(o.id, { expiresAt: new Date(to).toISOString() })).status).toBe(200);
+    await orders().queue.schedule({ id: expireJobId(o.id), type: 'order.expire', at: new Date(o.expiresAt), payload: {} });
+    const r = await orders().reconcile.run(60_000);
+    expect(r.jobsPulled).toBeGreaterThanOrEqual(1);
+    expect(await jobDue(o.id)).toBe(to);
+    // Cancelled by its own job at the new deadline, not by the pass's grace.
+    expect(await waitFor(async () => (await row(o.id)).status === 'CANCELLED', 5_000, 20)).toBe(true);
+    expect((await row(o.id)).cancelledAt!.getTime() - to).toBeLessThan(1_000);
+  });
+
+  it('re-creates the expiry job of a moved order that Redis lost, at the new deadline', async () => {
+    const o = await create(60);
+    const moved = await patch(o.id, { extendBySeconds: 5 });
+    expect(moved.status).toBe(200);
+    // An expiry that lost to the move and acked, the move's reschedule lost too: no job at all.
+    await orders().queue.cancel(expireJobId(o.id));
+    expect(await jobDue(o.id)).toBeNull();
+    expect((await orders().reconcile.run(120_000)).jobsCreated).toBeGreaterThanOrEqual(1);
+    expect(await jobDue(o.id)).toBe(o.expiresAt + 5_000);
   });
 
   it('ends moves racing the expiry and pays consistently: cancelled only at its last deadline, paid only before it', async () => {

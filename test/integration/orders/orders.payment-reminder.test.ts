@@ -151,6 +151,63 @@ describe('the payment reminder', () => {
     ]);
   });
 
+  it('takes back the reminder withdrawn when the deadline moved away and back to the same instant', async () => {
+    const o = await create({ paymentTimeoutSeconds: 6, paymentReminderBeforeSeconds: 4 });
+    const at = new Date(o.expiresAt).toISOString();
+    hook.setBehaviour((_n, body) => ((body as { payload?: { orderId?: string } }).payload?.orderId === o.id ? 'fail' : 'ok'));
+    try {
+      // Written and failed once: it waits for its retry, PENDING.
+      expect(await waitFor(() => callsFor(o.id).length >= 1, 5_000, 10)).toBe(true);
+      expect((await api().patch(`/orders/${o.id}`).send({ extendBySeconds: 3 })).status).toBe(200);
+      expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'CANCELLED', 3_000, 20)).toBe(true);
+    } finally {
+      hook.setBehaviour(() => 'ok');
+    }
+    // Back to the first deadline, its reminder's time passed: the job runs at once and takes the row back.
+    expect((await api().patch(`/orders/${o.id}`).send({ expiresAt: at })).status).toBe(200);
+    expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'SENT', 4_000, 20)).toBe(true);
+    const rows = await reminders(o.id);
+    expect(rows.map((r) => [r.dedupeKey, r.status, r.withdrawnAt])).toEqual([[dedupeKey.orderPaymentReminder(o.id, o.expiresAt), 'SENT', null]]);
+    expect(callsFor(o.id).filter((c) => c.body.id === rows[0]!.id).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('is taken back by the reconciliation pass when the job of a deadline moved away and back was lost', async () => {
+    const o = await create({ paymentTimeoutSeconds: 8, paymentReminderBeforeSeconds: 6 });
+    const at = new Date(o.expiresAt).toISOString();
+    hook.setBehaviour((_n, body) => ((body as { payload?: { orderId?: string } }).payload?.orderId === o.id ? 'fail' : 'ok'));
+    try {
+      expect(await waitFor(() => callsFor(o.id).length >= 1, 5_000, 10)).toBe(true);
+      expect((await api().patch(`/orders/${o.id}`).send({ extendBySeconds: 3 })).status).toBe(200);
+      expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'CANCELLED', 3_000, 20)).toBe(true);
+    } finally {
+      hook.setBehaviour(() => 'ok');
+    }
+    // Moved back (the move's statement) with its reschedule lost and its job gone: only the pass can write it,
+    // and the withdrawn row counts as none.
+    await orders().queue.cancel(remindJobId(o.id));
+    await tdb.db
+      .$executeRaw`UPDATE orders SET expires_at = ${at}::timestamptz, payment_remind_at = ${at}::timestamptz - interval '6 s' WHERE id = ${o.id}::uuid`;
+    expect((await reminders(o.id))[0]?.status).toBe('CANCELLED');
+    expect((await orders().reconcile.run(60_000)).reminded).toBe(1);
+    expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'SENT', 4_000, 20)).toBe(true);
+    expect(await reminders(o.id)).toHaveLength(1);
+  });
+
+  it('has its job brought earlier by the reconciliation pass when a move earlier left it later', async () => {
+    const o = await create({ paymentTimeoutSeconds: 60 });
+    const to = Date.now() + 3_000;
+    const moved = await api()
+      .patch(`/orders/${o.id}`)
+      .send({ expiresAt: new Date(to).toISOString() });
+    expect(moved.status).toBe(200);
+    // The reschedule Redis lost: the job left at the old, later time.
+    await orders().queue.schedule({ id: remindJobId(o.id), type: 'order.remind', at: new Date(o.remindAt!), payload: {} });
+    expect((await orders().reconcile.run(60_000)).jobsPulled).toBeGreaterThanOrEqual(1);
+    expect((await orders().queue.get(remindJobId(o.id)))?.dueAt).toBe(to - 1_000);
+    expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'SENT', 5_000, 20)).toBe(true);
+    expect((await reminders(o.id))[0]!.createdAt.getTime()).toBeLessThan(to);
+  });
+
   it('takes a per-order lead, or none (0), and none when the lead is not shorter than the window', async () => {
     const own = await create({ paymentReminderBeforeSeconds: 2 });
     expect(own.remindAt).toBe(own.expiresAt - 2_000);

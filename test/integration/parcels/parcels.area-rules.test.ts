@@ -3,40 +3,16 @@
 // already waiting (a FULL batch at once, or a TIMEOUT batch as soon as the
 // first one has waited the new wait), a rule Redis lost or holds stale set
 // right again, and bad input refused with nothing written.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceModule } from '../../../src/core/module.js';
-import type { Batcher } from '../../../src/queue/index.js';
-import { createTestDb, type TestDb } from '../../helpers/db.js';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers/redis.js';
-import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
+import { useParcelsService } from './parcels.harness.js';
 import { expectBatchRules } from './parcels.invariants.js';
 
-let tdb: TestDb;
-let svc: TestService;
-
-type Parcels = ServiceModule & { batcher: Batcher; reconcile: { run(): Promise<{ rules: number }> } };
-const parcels = () => svc.module('parcels') as Parcels;
-
-beforeAll(async () => {
-  tdb = await createTestDb('parcels_rules');
-  // Defaults far from the areas' own rules: a batch by the default would show.
-  svc = await startTestService(tdb.url, {
-    PARCEL_BATCH_SIZE: '10',
-    PARCEL_MAX_WAIT_SECONDS: '600',
-    PARCEL_RECONCILE_INTERVAL_SECONDS: '3600',
-    PARCEL_RECONCILE_GRACE_SECONDS: '0',
-  });
-});
-afterAll(async () => stopTestService(svc, tdb));
-
-const put = (code: string, rule: Record<string, unknown> = {}) =>
-  svc
-    .api()
-    .put(`/areas/${code}`)
-    .send({ vehiclePlate: `V-${code}`.slice(0, 16), sorterContact: `s-${code.toLowerCase()}@example.com`, ...rule });
-const post = async (trackingNo: string, area: string) => (await svc.api().post('/parcels').send({ trackingNo, area }).expect(202)).body;
-const row = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: t } } });
-const batchesOf = (area: string) => tdb.db.batch.findMany({ where: { areaCode: area }, include: { parcels: true }, orderBy: { createdAt: 'asc' } });
+// Defaults far from the areas' own rules: a batch by the default would show.
+const h = useParcelsService('parcels_rules', { PARCEL_BATCH_SIZE: '10', PARCEL_MAX_WAIT_SECONDS: '600' });
+const { putArea: put, row, batchesOf } = h;
+const parcels = h.module;
+const post = async (trackingNo: string, area: string) => (await h.post(trackingNo, area).expect(202)).body;
 
 describe('an area with its own rule', () => {
   it('is batched by its own size, another by the default', async () => {
@@ -48,8 +24,8 @@ describe('an area with its own rule', () => {
     for (let i = 1; i <= 3; i++) expect((await post(`DEF-${i}`, 'AR-DEF')).status).toBe('WAITING');
     expect((await batchesOf('AR-S3')).map((b) => [b.reason, b.parcelCount])).toEqual([['FULL', 3]]);
     expect(await batchesOf('AR-DEF')).toEqual([]);
-    expect((await svc.api().get('/areas/AR-S3')).body).toMatchObject({ batchSize: 3, maxWaitSeconds: null, waiting: 0 });
-    await expectBatchRules(tdb, { 'AR-S3': 3, 'AR-DEF': 10 });
+    expect((await h.svc.api().get('/areas/AR-S3')).body).toMatchObject({ batchSize: 3, maxWaitSeconds: null, waiting: 0 });
+    await expectBatchRules(h.tdb, { 'AR-S3': 3, 'AR-DEF': 10 });
   });
 
   it('is flushed at its own maximum wait (the flusher)', async () => {
@@ -75,7 +51,7 @@ describe('a rule changed while parcels wait', () => {
     ]);
     expect((await row('C1-5')).status).toBe('WAITING');
     expect(await parcels().batcher.waiting('AR-C1')).toMatchObject({ count: 1, firstArrival: (await row('C1-5')).createdAt.getTime() });
-    await expectBatchRules(tdb, { 'AR-C1': 2 });
+    await expectBatchRules(h.tdb, { 'AR-C1': 2 });
   });
 
   it('a shorter wait flushes a group whose first parcel has now waited it (TIMEOUT)', async () => {
@@ -99,7 +75,7 @@ describe('a rule changed while parcels wait', () => {
     expect((await parcels().batcher.waiting('AR-C3')).deadline).toBe(arrival + 2_000);
     await put('AR-C3', { maxWaitSeconds: 3_600 }).expect(200);
     expect((await parcels().batcher.waiting('AR-C3')).deadline).toBe(arrival + 3_600_000);
-    expect((await parcels().batcher.rules(0)).get('AR-C3')).toEqual({ batchSize: null, maxWaitMs: 3_600_000 });
+    expect((await parcels().batcher.rules(0)).get('AR-C3')).toEqual({ batchSize: null, maxWaitMs: 3_600_000, version: 2 });
     expect((await put('AR-C3', { maxWaitSeconds: null }).expect(200)).body).toMatchObject({ batchSize: null, maxWaitSeconds: null });
     expect((await parcels().batcher.waiting('AR-C3')).deadline).toBe(arrival + 600_000);
     expect((await parcels().batcher.rules(0)).has('AR-C3')).toBe(false);
@@ -113,7 +89,7 @@ describe('a rule Redis does not have right', () => {
     await parcels().batcher.setRule('AR-L1', { batchSize: null, maxWaitMs: null }); // as if lost
     expect((await parcels().batcher.rules(0)).has('AR-L1')).toBe(false);
     expect((await parcels().reconcile.run()).rules).toBeGreaterThanOrEqual(1);
-    expect((await parcels().batcher.rules(0)).get('AR-L1')).toEqual({ batchSize: 4, maxWaitMs: 30_000 });
+    expect((await parcels().batcher.rules(0)).get('AR-L1')).toEqual({ batchSize: 4, maxWaitMs: 30_000, version: 1 });
     expect((await parcels().reconcile.run()).rules).toBe(0);
   });
 
@@ -133,9 +109,38 @@ describe('a rule Redis does not have right', () => {
     expect(await waitFor(async () => (await batchesOf('AR-L3')).length === 1, 10_000, 50)).toBe(true);
     const [b] = await batchesOf('AR-L3');
     expect(b!.parcels.map((x) => x.trackingNo).sort()).toEqual(['L3-1', 'L3-2', 'L3-3']);
-    expect((await parcels().batcher.rules(0)).get('AR-L3')).toEqual({ batchSize: 3, maxWaitMs: null });
+    expect((await parcels().batcher.rules(0)).get('AR-L3')).toEqual({ batchSize: 3, maxWaitMs: null, version: 1 });
     expect(await parcels().batcher.waiting('AR-L3')).toMatchObject({ count: 2 });
-    await expectBatchRules(tdb, { 'AR-L3': 3 });
+    await expectBatchRules(h.tdb, { 'AR-L3': 3 });
+  });
+});
+
+describe('an older rule reaching Redis after a newer one', () => {
+  it('is refused there (a late put back or setRule): the group keeps the newer, and what it puts back is judged by it', async () => {
+    await put('AR-V1', { batchSize: 5 }).expect(200);
+    for (let i = 1; i <= 2; i++) await post(`V1-${i}`, 'AR-V1');
+    expect((await put('AR-V1', { batchSize: 3 }).expect(200)).body).toMatchObject({ batchSize: 3 });
+    const v2 = { batchSize: 3, maxWaitMs: null, version: 2 };
+    expect((await parcels().batcher.rules(0)).get('AR-V1')).toEqual(v2);
+    // A commit that read the area before the PUT puts a parcel back with the rule it read (version 1).
+    const late = await parcels().batcher.restore('AR-V1', [{ item: 'V1-3', arrivedAt: Date.now() }], {
+      takeFull: true,
+      rule: { batchSize: 5, maxWaitMs: null, version: 1 },
+    });
+    expect((await parcels().batcher.rules(0)).get('AR-V1')).toEqual(v2);
+    // Three wait now: full by the newer size, taken at once.
+    expect(late.batches.map((b) => b.length)).toEqual([3]);
+    // A setRule of the older version (a PUT's call answered late) is refused too; one of the same version is set again.
+    await parcels().batcher.setRule('AR-V1', { batchSize: 5, maxWaitMs: 1_000, version: 1 });
+    expect((await parcels().batcher.rules(0)).get('AR-V1')).toEqual(v2);
+    await parcels().batcher.setRule('AR-V1', v2);
+    expect((await parcels().batcher.rules(0)).get('AR-V1')).toEqual(v2);
+    // Back to the defaults keeps the version: an older rule cannot come back after it either.
+    await put('AR-V1').expect(200);
+    expect((await parcels().batcher.rules(0)).has('AR-V1')).toBe(false);
+    await parcels().batcher.setRule('AR-V1', v2);
+    expect((await parcels().batcher.rules(0)).has('AR-V1')).toBe(false);
+    expect((await h.tdb.db.area.findUniqueOrThrow({ where: { client_code: { client: 'default', code: 'AR-V1' } } })).ruleVersion).toBe(3);
   });
 });
 
@@ -155,11 +160,11 @@ describe('bad input of a rule', () => {
   it.each(cases)('%s: 400, the area row and its Redis group as they were', async (_name, rule) => {
     await put('AR-BAD', { batchSize: 5, maxWaitSeconds: 100 }).expect(200);
     await post(`BAD-${Math.random().toString(36).slice(2, 10)}`, 'AR-BAD');
-    const rowBefore = await tdb.db.area.findUniqueOrThrow({ where: { client_code: { client: 'default', code: 'AR-BAD' } } });
+    const rowBefore = await h.tdb.db.area.findUniqueOrThrow({ where: { client_code: { client: 'default', code: 'AR-BAD' } } });
     const groupBefore = [await parcels().batcher.waiting('AR-BAD'), (await parcels().batcher.rules(0)).get('AR-BAD')];
     const res = await put('AR-BAD', { ...rule, vehiclePlate: 'OTHER' });
     expect([res.status, res.body.code, res.headers['content-type']]).toEqual([400, 'VALIDATION_FAILED', expect.stringContaining('application/problem+json')]);
-    expect(await tdb.db.area.findUniqueOrThrow({ where: { client_code: { client: 'default', code: 'AR-BAD' } } })).toEqual(rowBefore);
+    expect(await h.tdb.db.area.findUniqueOrThrow({ where: { client_code: { client: 'default', code: 'AR-BAD' } } })).toEqual(rowBefore);
     expect([await parcels().batcher.waiting('AR-BAD'), (await parcels().batcher.rules(0)).get('AR-BAD')]).toEqual(groupBefore);
   });
 });

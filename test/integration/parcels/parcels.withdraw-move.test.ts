@@ -2,49 +2,14 @@
 // Redis group and ends in no batch (raced against the manual flush, the FULL
 // add and the timeout flush), a moved one waits in its new area from its
 // first arrival; refusals (batched, withdrawn, unknown, bad input) write nothing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceModule } from '../../../src/core/module.js';
+import { describe, expect, it } from 'vitest';
 import { createParcelsRepository } from '../../../src/modules/parcels/parcels.repository.js';
-import type { Batcher } from '../../../src/queue/index.js';
-import { createTestDb, type TestDb } from '../../helpers/db.js';
-import { redisClient, sleep, waitFor } from '../../helpers/redis.js';
-import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
+import { sleep, waitFor } from '../../helpers/redis.js';
+import { useParcelsService } from './parcels.harness.js';
 import { expectBatchRules } from './parcels.invariants.js';
 
-let tdb: TestDb;
-let svc: TestService;
-const redis = redisClient('parcels-withdraw-test');
-const batcher = () => (svc.module('parcels') as ServiceModule & { batcher: Batcher }).batcher;
-
-beforeAll(async () => {
-  tdb = await createTestDb('parcels_withdraw');
-  svc = await startTestService(tdb.url, {
-    PARCEL_BATCH_SIZE: '3',
-    PARCEL_MAX_WAIT_SECONDS: '600',
-    PARCEL_RECONCILE_INTERVAL_SECONDS: '3600',
-    PARCEL_RECONCILE_GRACE_SECONDS: '0',
-  });
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopTestService(svc, tdb);
-});
-
-const put = (code: string, rule: Record<string, unknown> = {}) =>
-  svc
-    .api()
-    .put(`/areas/${code}`)
-    .send({ vehiclePlate: `V-${code}`.slice(0, 16), sorterContact: 'wm@example.com', ...rule })
-    .expect(200);
-const post = (trackingNo: string, area: string) => svc.api().post('/parcels').send({ trackingNo, area });
-const withdraw = (t: string) => svc.api().post(`/parcels/${encodeURIComponent(t)}/withdraw`);
-const move = (t: string, body: unknown) =>
-  svc
-    .api()
-    .post(`/parcels/${encodeURIComponent(t)}/move`)
-    .send(body as object);
-const row = (t: string) => tdb.db.parcel.findUniqueOrThrow({ where: { client_trackingNo: { client: 'default', trackingNo: t } } });
-const inGroup = async (group: string, t: string) => (await redis.zscore(`${batcher().keys[0]!.itemsPrefix}${group}`, t)) !== null;
+const h = useParcelsService('parcels_withdraw', { PARCEL_BATCH_SIZE: '3', PARCEL_MAX_WAIT_SECONDS: '600' });
+const { area: put, post, flush, withdraw, move, row, inGroup, batcher } = h;
 
 describe('withdraw', () => {
   it('takes a waiting parcel out of its group: WITHDRAWN, again the same, in no batch after', async () => {
@@ -55,12 +20,12 @@ describe('withdraw', () => {
     expect((await withdraw('WD1-A').expect(200)).body).toEqual(res.body);
     expect(await inGroup('WD-1', 'WD1-A')).toBe(false);
     expect(await batcher().waiting('WD-1')).toMatchObject({ count: 1, firstArrival: (await row('WD1-B')).createdAt.getTime() });
-    expect((await svc.api().get('/areas/WD-1')).body).toMatchObject({ waiting: 1 });
+    expect((await h.svc.api().get('/areas/WD-1')).body).toMatchObject({ waiting: 1 });
     // The next two fill the group without it.
     await post('WD1-C', 'WD-1').expect(202);
     expect((await post('WD1-D', 'WD-1').expect(202)).body.status).toBe('BATCHED');
     expect((await row('WD1-A')).status).toBe('WITHDRAWN');
-    const batch = await tdb.db.batch.findFirstOrThrow({ where: { areaCode: 'WD-1' }, include: { parcels: true } });
+    const batch = await h.tdb.db.batch.findFirstOrThrow({ where: { areaCode: 'WD-1' }, include: { parcels: true } });
     expect(batch.parcels.map((p) => p.trackingNo).sort()).toEqual(['WD1-B', 'WD1-C', 'WD1-D']);
     expect(await batcher().waiting('WD-1')).toMatchObject({ count: 0 });
   });
@@ -82,7 +47,7 @@ describe('withdraw', () => {
     }
     await withdraw('WD3-A').expect(200);
     // A FULL take made before the withdraw (a stale entry) still names it.
-    const { committed } = await createParcelsRepository(tdb.db).commitBatches(
+    const { committed } = await createParcelsRepository(h.tdb.db).commitBatches(
       [{ id: crypto.randomUUID(), client: 'default', areaCode: 'WD-3', trackingNos: ['WD3-A', 'WD3-B', 'WD3-C'] }],
       'FULL',
       { batchSize: 3, maxWaitMs: 600_000 },
@@ -111,8 +76,8 @@ describe('withdraw racing', () => {
     }
     // Let the timeout flushes and any put back settle, then flush what is left.
     await sleep(1_500);
-    for (const code of codes) if ((await tdb.db.parcel.count({ where: { areaCode: code, status: 'WAITING' } })) > 0) await flush(code);
-    await expectBatchRules(tdb, Object.fromEntries(codes.map((c) => [c, 3])));
+    for (const code of codes) if ((await h.tdb.db.parcel.count({ where: { areaCode: code, status: 'WAITING' } })) > 0) await flush(code);
+    await expectBatchRules(h.tdb, Object.fromEntries(codes.map((c) => [c, 3])));
     for (const code of codes) {
       const p = await row(`${code}-0`);
       expect(p.status === 'WITHDRAWN' ? p.batchId : 'batched', `${code}-0`).toBe(p.status === 'WITHDRAWN' ? null : 'batched');
@@ -143,7 +108,7 @@ describe('move', () => {
     await post('MV4-A', 'MV-4').expect(202);
     const moved = await move('MV3-A', { area: 'MV-4' }).expect(200);
     expect(moved.body.status).toBe('BATCHED');
-    const b = await tdb.db.batch.findUniqueOrThrow({ where: { id: moved.body.batchId }, include: { parcels: true } });
+    const b = await h.tdb.db.batch.findUniqueOrThrow({ where: { id: moved.body.batchId }, include: { parcels: true } });
     expect([b.reason, b.areaCode, b.parcels.map((p) => p.trackingNo).sort()]).toEqual(['FULL', 'MV-4', ['MV3-A', 'MV4-A']]);
 
     await put('MV-5', { maxWaitSeconds: 1 });
@@ -151,7 +116,29 @@ describe('move', () => {
     await sleep(1_100);
     await move('MV5-OLD', { area: 'MV-5' }).expect(200);
     expect(await waitFor(async () => (await row('MV5-OLD')).status === 'BATCHED', 10_000, 50)).toBe(true);
-    expect((await tdb.db.batch.findUniqueOrThrow({ where: { id: (await row('MV5-OLD')).batchId! } })).reason).toBe('TIMEOUT');
+    expect((await h.tdb.db.batch.findUniqueOrThrow({ where: { id: (await row('MV5-OLD')).batchId! } })).reason).toBe('TIMEOUT');
+  });
+
+  it('two opposite moves racing (to B and to A): the parcel ends in the group of the area its row says, and in no other', async () => {
+    await put('MO-A', { batchSize: 50 });
+    await put('MO-B', { batchSize: 50 });
+    const names = Array.from({ length: 24 }, (_, i) => `MO-${i}`);
+    for (const [i, t] of names.entries()) await post(t, i % 2 ? 'MO-B' : 'MO-A').expect(202);
+    for (let round = 0; round < 3; round++) {
+      // Each parcel moved to both areas at once; which commit lands last decides where it waits.
+      await Promise.all(names.flatMap((t) => [move(t, { area: 'MO-B' }), move(t, { area: 'MO-A' })]));
+      for (const t of names) {
+        const p = await row(t);
+        expect(p.status, t).toBe('WAITING');
+        const other = p.areaCode === 'MO-A' ? 'MO-B' : 'MO-A';
+        expect([await inGroup(p.areaCode, t), await inGroup(other, t)], `${t} of ${p.areaCode}`).toEqual([true, false]);
+      }
+    }
+    const counts = [await batcher().waiting('MO-A'), await batcher().waiting('MO-B')].map((w) => w.count);
+    expect(counts).toEqual([
+      await h.tdb.db.parcel.count({ where: { areaCode: 'MO-A', status: 'WAITING' } }),
+      await h.tdb.db.parcel.count({ where: { areaCode: 'MO-B', status: 'WAITING' } }),
+    ]);
   });
 
   it('is refused for a batched (409), a withdrawn (409) or unknown parcel (404), an unknown area (404), bad input (400); nothing written', async () => {
@@ -160,7 +147,7 @@ describe('move', () => {
     await post('MV6-W', 'MV-3').expect(202);
     await post('MV6-X', 'MV-3').expect(202);
     await withdraw('MV6-W').expect(200);
-    const before = await tdb.db.parcel.findMany({ where: { trackingNo: { in: ['MV6-A', 'MV6-W', 'MV6-X'] } }, orderBy: { trackingNo: 'asc' } });
+    const before = await h.tdb.db.parcel.findMany({ where: { trackingNo: { in: ['MV6-A', 'MV6-W', 'MV6-X'] } }, orderBy: { trackingNo: 'asc' } });
     const groupsBefore = [await batcher().waiting('MV-3'), await batcher().waiting('MV-1')];
     const cases: [string, unknown, number, string][] = [
       ['MV6-A', { area: 'MV-1' }, 409, 'ALREADY_BATCHED'],
@@ -175,9 +162,7 @@ describe('move', () => {
       [' lead', { area: 'MV-1' }, 400, 'INVALID_TRACKING_NO'],
     ];
     for (const [t, body, status, code] of cases) expect((await move(t, body)).body, `${t} ${JSON.stringify(body)}`).toMatchObject({ status, code });
-    expect(await tdb.db.parcel.findMany({ where: { trackingNo: { in: ['MV6-A', 'MV6-W', 'MV6-X'] } }, orderBy: { trackingNo: 'asc' } })).toEqual(before);
+    expect(await h.tdb.db.parcel.findMany({ where: { trackingNo: { in: ['MV6-A', 'MV6-W', 'MV6-X'] } }, orderBy: { trackingNo: 'asc' } })).toEqual(before);
     expect([await batcher().waiting('MV-3'), await batcher().waiting('MV-1')]).toEqual(groupsBefore);
   });
 });
-
-const flush = (code: string) => svc.api().post(`/areas/${code}/flush`);

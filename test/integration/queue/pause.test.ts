@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createRedis } from '../../../src/core/redis.js';
 import { createPauseCheck } from '../../../src/modules/admin/queue-controls.check.js';
+import { asTheOnlyChecker } from '../../../src/modules/admin/sql/queue-controls.js';
 import { createQueueControls } from '../../../src/modules/admin/queue-controls.service.js';
 import { createQueue } from '../../../src/queue/producer/queue.js';
 import { runClaim } from '../../../src/queue/scripts/scripts.js';
@@ -190,6 +191,13 @@ describe('a Redis that lost its pause', () => {
       expect(await check.runOnce()).toEqual({ reapplied: ['orders/*:resume'] });
       expect((await queue.pauseState()).queue).toBe(false);
       expect((await controls.audit('orders', 1))[0]).toMatchObject({ action: 'REAPPLY', reason: 'resume missing in Redis' });
+
+      // Every API process runs the check: while one holds the check's lock, another's pass stands back.
+      await queue.pause();
+      expect(await asTheOnlyChecker(tdb.db, 10_000, () => check.runOnce())).toBeNull();
+      expect((await queue.pauseState()).queue).toBe(true);
+      expect(await check.runOnce()).toEqual({ reapplied: ['orders/*:resume'] });
+      expect((await controls.audit('orders', 10)).filter((a) => a.action === 'REAPPLY')).toHaveLength(3);
     } finally {
       client.disconnect();
     }

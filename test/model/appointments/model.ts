@@ -5,6 +5,7 @@
 import type { Reply } from '../../chaos/drivers/http.js';
 import { EPS_MS, type Real, SETTLE_MS, answeredAsUnknown, fail } from '../runner.js';
 import { MODEL_CLIENTS, type ModelClient } from '../world.js';
+import type { MultiAppt } from './leads.steps.js';
 
 // Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
 export { EPS_MS, SETTLE_MS, fail };
@@ -29,9 +30,10 @@ export type Appt = {
 /**
  * `books`: bookings sent, refused ones too (each sends a key of its own);
  * `leads`: lead changes answered 200, those whose remind time had passed
- * (reminded at once), and those made during a reminder's call.
+ * (reminded at once), and those made during a reminder's call; `multi`:
+ * the bookings with a list of leads (leads.steps.ts).
  */
-export type Model = { appts: Appt[]; books: number; leads: { changed: number; atOnce: number; duringCall: number } };
+export type Model = { appts: Appt[]; multi: MultiAppt[]; books: number; leads: { changed: number; atOnce: number; duringCall: number } };
 
 /** A start `offsetMs` after now + lead: its remind time lies `offsetMs` from now (or now, if that passed). */
 export const startAt = (leadMs: number, offsetMs: number) => new Date(Date.now() + Math.max(leadMs + offsetMs, MIN_AHEAD_MS + 600)).toISOString();

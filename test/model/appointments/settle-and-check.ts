@@ -5,6 +5,7 @@
 import { type Real, cutOffBy, excuse, problems, repeatExplained, settled } from '../runner.js';
 import { MODEL_CLIENTS } from '../world.js';
 import { type Row, outcomeUnknown, owedBy, slotOf } from './checks.js';
+import { checkLeads, leadsSettled } from './leads-check.js';
 import { type Appt, EPS_MS, type Held, type Model, SETTLE_MS } from './model.js';
 
 type ApptRow = { id: string; client: string; status: string; startsAt: Date; idempotencyKey: string | null };
@@ -28,7 +29,7 @@ function crossed(a: Appt, row: ApptRow, mine: readonly Row[]): string[] {
 
 export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, number>> {
   const db = r.world.db;
-  const ids = m.appts.map((a) => a.id);
+  const ids = [...m.appts, ...m.multi].map((a) => a.id);
   const isOwed = (h: Held) => owedBy(Math.max(h.from, h.remindAt), r.run.faultSpans) <= h.untilLow;
   const rowsNow = () => db.notification.findMany({ where: { appointmentId: { in: ids }, kind: 'APPOINTMENT_REMINDER' } }) as Promise<Row[]>;
   // The receiver refused these (a 400): such a reminder ends FAILED, and is not called again.
@@ -39,7 +40,9 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     if (m.appts.some((a) => !a.cancelled && Math.max(...(a.slots.get(a.current) ?? []).map((h) => h.remindAt)) > Date.now())) return false;
     const rows = await rowsNow();
     if (rows.some((n) => n.status === 'PENDING' || n.status === 'SENDING')) return false;
-    return m.appts.every((a) => a.cancelled || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && ended(n)));
+    return (
+      m.appts.every((a) => a.cancelled || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && ended(n))) && leadsSettled(m, rows, ended)
+    );
   }, SETTLE_MS);
   const rows = await rowsNow();
   const p = problems();
@@ -152,6 +155,7 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
       } else counts.around++;
     }
   }
+  const leadCounts = checkLeads(m, r, rows, p.add, refusedAt);
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
-  return counts;
+  return { ...counts, ...leadCounts };
 }

@@ -4,7 +4,9 @@
 // expiry must come at the new deadline, not the old); an operator's
 // extension of the orders expiring soon; and a pay while the order's payment
 // reminder waits to be delivered (the receiver failing it a moment), which
-// must withdraw it. Each answer is judged against the model (applyMove).
+// must withdraw it; and a deadline moved away and back to the same instant
+// while its reminder waits (withdrawn, then taken back: reminded for it). Each
+// answer is judged against the model (applyMove).
 import type { Reply } from '../../chaos/drivers/http.js';
 import { type Real, Step } from '../runner.js';
 import { MODEL_ADMIN_TOKEN, type ModelClient } from '../world.js';
@@ -12,10 +14,11 @@ import { OnOrder, create, orderBody } from './create.steps.js';
 import { EPS_MS, type Model, type Order, fail, gone } from './model.js';
 import { applyCancel, applyPay } from './pay-cancel.steps.js';
 
-/** A move's body: later by seconds, or to a time this many ms from now. */
-export type MoveTo = { extendBySeconds: number } | { inMs: number };
+/** A move's body: later by seconds, to a time this many ms from now, or to an instant (ms since epoch). */
+export type MoveTo = { extendBySeconds: number } | { inMs: number } | { at: number };
 
-const bodyOf = (to: MoveTo) => ('inMs' in to ? { expiresAt: new Date(Date.now() + to.inMs).toISOString() } : to);
+const bodyOf = (to: MoveTo) =>
+  'inMs' in to ? { expiresAt: new Date(Date.now() + to.inMs).toISOString() } : 'at' in to ? { expiresAt: new Date(to.at).toISOString() } : to;
 let moves = 0;
 
 /** Sends a move of `o` (under its own Idempotency-Key, so a retry after a killed API moves once) and judges the answer. */
@@ -210,5 +213,36 @@ export class PayWhileReminderWaits extends Step<Model> {
   }
   toString() {
     return `PayWhileReminderWaits(${this.as})`;
+  }
+}
+
+/**
+ * An order reminded two seconds before its deadline X, its reminder's first
+ * call failed by the receiver, then its deadline moved away (X + 1 s, which
+ * withdraws that reminder) and back to X: the reminder of X must be taken
+ * back and delivered (the run's checks: an order unpaid through its last
+ * deadline was reminded for it, not left with a reminder a move withdrew).
+ */
+export class MoveAwayAndBack extends Step<Model> {
+  constructor(readonly as: ModelClient) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const o = await create(m, r, this.as, `${r.tag}-ab${m.orders.length}`, { ...orderBody(m, r, 4), paymentReminderBeforeSeconds: 2 });
+    const x = o.expiresAt;
+    await new Promise((done) => setTimeout(done, Math.max(0, x - 2_000 - 150 - Date.now())));
+    r.world.receiver('fail');
+    const called = () =>
+      r.world.webhook.calls.some((c) => c.body.kind === 'ORDER_PAYMENT_REMINDER' && (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
+    try {
+      for (const end = Date.now() + 700; !called() && Date.now() < end;) await new Promise((done) => setTimeout(done, 10));
+      await sendMove(o, r, { at: x + 1_000 });
+    } finally {
+      r.world.receiver('ok');
+    }
+    await sendMove(o, r, { at: x });
+  }
+  toString() {
+    return `MoveAwayAndBack(${this.as})`;
   }
 }

@@ -20,6 +20,8 @@ export type Seen = {
     attempts: number;
     redriveRequested: boolean;
     dedupeKey: string;
+    /** Why it was withdrawn or failed (the reminder rules tell a move's withdrawal apart). */
+    lastError?: string | null;
     createdAt: Date;
     sendingAt: Date | null;
   }[];

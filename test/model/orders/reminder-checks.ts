@@ -5,7 +5,9 @@
 // cancelled, and none taken by the receiver from a call that started well
 // after that (the pay or cancel withdraws one still waiting: only a call
 // already running then may go through); and an order left unpaid through its
-// last deadline, with no fault near, was reminded for it.
+// last deadline, with no fault near, was reminded for it: its reminder of
+// that deadline not left withdrawn by a move (a deadline moved away and back
+// takes it back; one the timeout withdrew before its call is excused).
 import { dedupeKey } from '../../../src/core/delivery/index.js';
 import type { Real } from '../runner.js';
 import { type FaultSpan } from '../world.js';
@@ -16,6 +18,9 @@ export const REMINDER_KIND = 'ORDER_PAYMENT_REMINDER';
 const ANSWERED_MARGIN_MS = 400;
 /** The same from the start of a timeout's cancelling transaction (it may wait for locks before it withdraws). */
 const TIMEOUT_CANCEL_MARGIN_MS = 2_000;
+
+/** A withdrawal's reason when a move or an extension gave the reminder's deadline up (sql/*.ts of the orders). */
+const MOVED = /deadline (moved|extended)/;
 
 /** How long a fault may hold a reminder up after its step ended (a worker replaced, a connection found dead). */
 const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 'silenceRedis' ? 2_000 : 1_000);
@@ -73,8 +78,10 @@ export function reminderProblems(
     });
   if (judged) {
     counts.remindersJudged++;
-    if (!reminders.some((n) => n.dedupeKey === dedupeKey.orderPaymentReminder(o.id, last)))
-      found.push(`${of}: unpaid through its deadline, never reminded for it`);
+    const forLast = reminders.find((n) => n.dedupeKey === dedupeKey.orderPaymentReminder(o.id, last));
+    if (!forLast) found.push(`${of}: unpaid through its deadline, never reminded for it`);
+    else if (forLast.status === 'CANCELLED' && forLast.lastError !== undefined && forLast.lastError !== null && MOVED.test(forLast.lastError))
+      found.push(`${of}: its reminder ${forLast.id} for its last deadline was left withdrawn by a move (${forLast.lastError})`);
   }
   return found;
 }

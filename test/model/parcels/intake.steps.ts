@@ -13,6 +13,7 @@ import {
   areaOf,
   codeOf,
   fail,
+  keyOf,
   observeParcel,
   parcelsOf,
   trackingOf,
@@ -63,7 +64,12 @@ export class PutArea extends Step<Model> {
 
 /** POSTs a new parcel of the area's client: 202, or 200 when a first attempt wrote it and the answer was lost. */
 export async function intake(m: Model, r: Real, area: Area, trackingNo: string): Promise<void> {
-  const res = await r.world.httpAs(area.client).send('POST', '/parcels', { trackingNo, area: area.code });
+  const key = keyOf({ client: area.client, trackingNo });
+  (m.intaking ??= new Set()).add(key);
+  const res = await r.world
+    .httpAs(area.client)
+    .send('POST', '/parcels', { trackingNo, area: area.code })
+    .finally(() => m.intaking?.delete(key));
   area.groupings.push(windowOf(res));
   const fresh = res.status === 202;
   if (!fresh && !(res.status === 200 && res.attempts > 1)) fail(`intake ${trackingNo} as ${area.client}`, res);
@@ -74,6 +80,13 @@ export async function intake(m: Model, r: Real, area: Area, trackingNo: string):
   // The 202 of a parcel that completed a batch says BATCHED before its row is re-read (batchedAt not given).
   observeParcel(m, p, res, 'intake', !fresh);
   if (fresh && p.batchId) p.fullIn = windowOf(res);
+  // A flush that raced this intake answered the parcel in its batch before the intake answered.
+  const early = m.batchedEarly?.get(key);
+  if (early !== undefined) {
+    m.batchedEarly?.delete(key);
+    if (p.batchId && p.batchId !== early) fail(`intake ${trackingNo}: in batch ${p.batchId}, and a flush answered it in ${early}`, res);
+    p.batchId = early;
+  }
 }
 
 abstract class OnArea extends OnPick<Model, Area> {

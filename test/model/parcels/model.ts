@@ -81,6 +81,10 @@ export type Model = {
   foreign: { unknown: number; own: number; refused: number; put: number };
   /** Area rule changes, flushes, withdraws and moves, by what they were answered (status). */
   changes: Record<string, number>;
+  /** Intakes under way (parcel keys): a flush racing one may batch its parcel before the intake answers. */
+  intaking?: Set<string>;
+  /** Parcels of intakes under way that a flush answered in its batch (key -> batch id), learnt when the intake answers. */
+  batchedEarly?: Map<string, string>;
 };
 
 export const newModel = (): Model => ({

@@ -5,6 +5,34 @@
 // queue_controls row a statement names, then its audit row.
 import type { Db } from '../../../core/db.js';
 
+/** The client or a transaction's: what the check's statements need. */
+export type Sql = Pick<Db, '$queryRaw' | '$executeRaw'>;
+
+/**
+ * The first key of the pause check's two-key advisory lock (a key space of
+ * its own: it never meets the migrations' one-key lock).
+ */
+const PAUSE_CHECK_LOCK_CLASS = 0x70636b31; // 'pck1'
+
+/**
+ * Runs `pass` in a transaction that holds the pause check's lock, so one
+ * process at a time checks (every API process runs the loop; two at once
+ * would repair and audit every lost pause twice). Answers null, without
+ * running it, when another process holds the lock. The pass's statements
+ * run on the transaction: no second pooled connection is needed, and a
+ * process that dies lets the lock go with its transaction.
+ * Guard: pg_try_advisory_xact_lock. Lock order: the advisory lock, then what the pass writes.
+ */
+export async function asTheOnlyChecker<T>(db: Db, timeoutMs: number, pass: (tx: Sql) => Promise<T>): Promise<T | null> {
+  return db.$transaction(
+    async (tx) => {
+      const [row] = await tx.$queryRaw<{ got: boolean }[]>`SELECT pg_try_advisory_xact_lock(${PAUSE_CHECK_LOCK_CLASS}::int, 0) AS got`;
+      return row?.got ? pass(tx) : null;
+    },
+    { timeout: timeoutMs },
+  );
+}
+
 /** '*' for the whole queue, else a job type. */
 export type ControlTarget = { readonly queue: string; readonly type: string };
 export type ControlAction = 'PAUSE' | 'RESUME' | 'REAPPLY';
@@ -43,14 +71,14 @@ export async function recordControl(db: Db, t: ControlTarget, paused: boolean, a
  * in Redis and re-applied. One INSERT; no guard (each re-application is an event of its
  * own); no lock beyond the new row. Returns nothing.
  */
-export async function recordReapplied(db: Db, t: ControlTarget, reason: string): Promise<void> {
+export async function recordReapplied(db: Sql, t: ControlTarget, reason: string): Promise<void> {
   await db.$executeRaw`
     INSERT INTO queue_control_audit (actor, queue, type, action, reason)
     VALUES ('pause-check', ${t.queue}, ${t.type}, 'REAPPLY', ${reason})`;
 }
 
 /** Read only: every target whose intended state is paused. */
-export async function pausedTargets(db: Db): Promise<ControlTarget[]> {
+export async function pausedTargets(db: Sql): Promise<ControlTarget[]> {
   return db.$queryRaw<ControlTarget[]>`SELECT queue, type FROM queue_controls WHERE paused ORDER BY queue, type`;
 }
 

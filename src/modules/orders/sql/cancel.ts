@@ -13,11 +13,17 @@
 // whatever the statistics say (planned on statistics taken when few orders
 // were UNPAID, the status index read every UNPAID order: 160 ms a pass and
 // 245 ms a batch of 300 expiries with 172 000 UNPAID). The notice: one per
-// order (its dedupe key, ON CONFLICT DO NOTHING). Lock order: the orders
-// (two batches sharing one may deadlock: PostgreSQL aborts one, whose jobs
-// are retried and find them settled), then the new notices. In the same
-// transaction, after it, the cancelled orders' undelivered payment reminders
-// are withdrawn (reminder-withdrawal.ts).
+// order (its dedupe key, ON CONFLICT DO NOTHING). Lock order: the orders,
+// then the new notices. The expiry batch locks its UNPAID orders in id
+// order first (a CTE, FOR UPDATE), as the extension, the reminder writer
+// and other batches do, so two of them sharing orders wait for each other
+// rather than deadlock; it answers from the rows as it locked them, so a
+// batch that waited for a deadline move judges the moved deadline (not yet
+// due: it defers itself to it, even if the move's reschedule missed Redis).
+// The pass takes its page with SKIP LOCKED: it never waits for an order's
+// lock, so its order cannot close a cycle. In the same transaction, after
+// it, the cancelled orders' undelivered payment reminders are withdrawn
+// (reminder-withdrawal.ts).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
@@ -36,10 +42,10 @@ const CANCELLED_NOTICE = deliveryInsertSql({
                                          'totalCents', c.total_cents, 'currency', c.currency)`,
 });
 
-/** The cancelling CTEs: `c` the orders of `target` it cancelled, `n` their new delivery rows. */
-function cancelCtes(target: Prisma.Sql, reason: CancelReason): Prisma.Sql {
+/** The cancelling CTEs: `c` the orders of `target` it cancelled, `n` their new delivery rows; `before`, CTEs ahead of them. */
+function cancelCtes(target: Prisma.Sql, reason: CancelReason, before: Prisma.Sql = Prisma.empty): Prisma.Sql {
   return Prisma.sql`
-    WITH c AS (
+    WITH ${before} c AS (
       UPDATE orders
          SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = ${reason}::"CancelReason"
        WHERE status::text = 'UNPAID' AND ${target}
@@ -73,15 +79,21 @@ export type ExpiryOutcome = { kind: 'cancelled'; notificationId: string | null }
 
 /** expireOrders' statement (exported for the test of its plan). */
 export function expireManySql(ids: readonly string[]): Prisma.Sql {
+  // l: the batch's UNPAID orders locked in id order, as they are once locked
+  // (a row changed by a transaction the lock waited for is read as it committed:
+  // paid or cancelled meanwhile, it is not in l; moved, l holds its new deadline).
+  const locked = Prisma.sql`l AS (
+      SELECT id, expires_at FROM orders
+       WHERE id = ANY(${[...ids]}::uuid[]) AND status::text = 'UNPAID'
+       ORDER BY id
+         FOR UPDATE
+    ),`;
   return Prisma.sql`
-    ${cancelCtes(Prisma.sql`id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT')}
-    -- o is the statement's snapshot, before c: a row c did not change that
-    -- the snapshot shows UNPAID past its deadline was changed by a
-    -- concurrent transaction (paid or cancelled) after the snapshot.
-    SELECT o.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, o.status::text AS status,
-           GREATEST(0, ceil(extract(epoch FROM o.expires_at - now()) * 1000))::int AS ms
-      FROM orders o LEFT JOIN c ON c.id = o.id LEFT JOIN n ON n.order_id = o.id
-     WHERE o.id = ANY(${[...ids]}::uuid[])`;
+    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM l) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)}
+    -- An order not in l was settled (paid, cancelled) or is unknown.
+    SELECT l.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, 'UNPAID' AS status,
+           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms
+      FROM l LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
 }
 
 /**

@@ -10,7 +10,8 @@
 // Guard: by the database clock (the one pay and the expiry judge the
 // deadline by), `client = <the caller's> AND status = 'UNPAID' AND
 // expires_at > now()`, the new deadline after now() and no later than
-// created_at plus the longest window, and not the latest move's key again.
+// created_at plus the longest window, and not the latest keyed move's key
+// again (a move without a key leaves that key in place).
 // Lock order: the one row, then its reminder rows. Returns the moved order,
 // or null when nothing changed (then moveRefusal says why).
 import { Prisma } from '../../../generated/prisma/client.js';
@@ -37,7 +38,9 @@ export async function moveDeadline(db: Db, client: string, id: string, move: Dea
       UPDATE orders
          SET expires_at = ${at},
              payment_remind_at = ${remindAtSql(at, Prisma.sql`payment_reminder_before_seconds`, Prisma.sql`created_at`)},
-             deadline_move_key = ${key?.key ?? null}, deadline_move_hash = ${key?.hash ?? null}
+             -- A move without a key keeps the latest keyed move's, so that move's retry still changes nothing.
+             deadline_move_key = coalesce(${key?.key ?? null}::text, deadline_move_key),
+             deadline_move_hash = coalesce(${key?.hash ?? null}::text, deadline_move_hash)
        WHERE id = ${id}::uuid AND client = ${client} AND status = 'UNPAID' AND expires_at > now()
          AND ${at} > now() AND ${at} <= created_at + make_interval(secs => ${maxWindowSeconds}::int)
          AND (${key?.key ?? null}::text IS NULL OR deadline_move_key IS DISTINCT FROM ${key?.key ?? null}::text)

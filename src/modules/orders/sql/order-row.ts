@@ -2,6 +2,9 @@
 // query (no second round trip for the items).
 import { Prisma } from '../../../generated/prisma/client.js';
 
+/** The longest payment reminder lead a create may ask (PAYMENT_REMINDER_BEFORE_SECONDS has the same bound): 24 h. */
+export const MAX_REMINDER_LEAD_SECONDS = 86_400;
+
 export type OrderStatus = 'UNPAID' | 'PAID' | 'CANCELLED';
 export type CancelReason = 'PAYMENT_TIMEOUT' | 'CUSTOMER';
 export type OrderItemRow = { sku: string; quantity: number; unitPriceCents: number };

@@ -4,8 +4,8 @@
 // repairs (every client's).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
-import { dedupeKeySql } from '../../../core/delivery/index.js';
-import { type OrderRow, type OrderStatus, type RawOrder, orderSelect, toRow } from './order-row.js';
+import { dedupeKeySql, liveSql } from '../../../core/delivery/index.js';
+import { MAX_REMINDER_LEAD_SECONDS, type OrderRow, type OrderStatus, type RawOrder, orderSelect, toRow } from './order-row.js';
 
 export async function findOrder(db: Db, client: string, id: string): Promise<OrderRow | null> {
   const [o] = await db.$queryRaw<RawOrder[]>(orderSelect(Prisma.sql`orders o WHERE o.id = ${id}::uuid AND o.client = ${client}`));
@@ -49,10 +49,13 @@ export function listUnpaid(db: Db, until: Date, after: { expiresAt: Date; id: st
 
 /**
  * UNPAID orders whose payment reminder falls before `until`, their deadline
- * still ahead, and no reminder written for their current deadline, in
- * reminder-time order after a keyset cursor (the partial index of UNPAID
- * orders by reminder time): `overdue` when its time passed more than
- * `graceSeconds` ago (its job lost, or left at an older, later time).
+ * still ahead, and no live reminder for their current deadline (one withdrawn
+ * when the deadline moved away and back counts as none), in reminder-time
+ * order after a keyset cursor (the partial index of UNPAID orders by reminder
+ * time): `overdue` when its time passed more than `graceSeconds` ago (its job
+ * lost, or left at an older, later time). Bounded below too: a reminder time
+ * more than the longest lead ago belongs to a deadline already passed, so the
+ * index is read from there, not from the oldest UNPAID order's reminder.
  */
 export async function listUnreminded(db: Db, until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number) {
   const cursor = after ? Prisma.sql`AND (o.payment_remind_at, o.id) > (${after.remindAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty;
@@ -60,8 +63,10 @@ export async function listUnreminded(db: Db, until: Date, graceSeconds: number, 
     SELECT o.id::text AS id, o.payment_remind_at AS "remindAt", o.payment_remind_at < now() - make_interval(secs => ${graceSeconds}) AS overdue
       FROM orders o
      WHERE o.status = 'UNPAID' AND o.payment_remind_at IS NOT NULL AND o.payment_remind_at <= ${until}::timestamptz ${cursor}
+       AND o.payment_remind_at > now() - make_interval(secs => ${MAX_REMINDER_LEAD_SECONDS})
        AND o.expires_at > now()
-       AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.dedupe_key = ${dedupeKeySql.orderPaymentReminder(Prisma.sql`o.id`, Prisma.sql`o.expires_at`)})
+       AND NOT EXISTS (SELECT 1 FROM notifications n
+                        WHERE n.dedupe_key = ${dedupeKeySql.orderPaymentReminder(Prisma.sql`o.id`, Prisma.sql`o.expires_at`)} AND ${liveSql(Prisma.sql`n`)})
      ORDER BY o.payment_remind_at, o.id
      LIMIT ${limit}`;
 }

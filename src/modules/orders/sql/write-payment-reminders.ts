@@ -1,6 +1,8 @@
 // Reminded: the payment reminder (ORDER_PAYMENT_REMINDER) of each order still
 // UNPAID whose reminder time has come and whose deadline has not, written
-// through the delivery room's write fragment, one per deadline.
+// through the delivery room's write fragment, one per deadline; a reminder of
+// that deadline withdrawn earlier (the deadline moved away and back to the
+// same instant) is taken back (core/delivery/take-back.ts).
 //
 // One statement for the reminder jobs of a batch or the pass's overdue page,
 // each order judged on its own row as the statement locks it (database
@@ -10,19 +12,29 @@
 // reminder time not yet come (it comes back then) or, moved earlier, writes
 // the new deadline's reminder. One per deadline (the dedupe key holds
 // expires_at: a moved deadline may remind again; the same deadline never twice).
+// An order whose deadline has a live reminder (by this statement's snapshot)
+// inserts nothing: ON CONFLICT would lock that row even to change nothing
+// while the statement goes on locking orders, and deliveries lock such rows
+// in their own order. A snapshot older than a withdrawal it waited for sees
+// the row live and writes nothing; the job the move rescheduled runs again
+// after it, and the reconciliation pass counts only live rows.
 // Lock order: the orders in id order (FOR UPDATE: a pay or cancel racing it
 // either commits first, and the order is skipped, or waits, and its own
-// withdrawal then sees the reminder), then the new reminder rows.
-// Returns, for every id asked: the new reminder's id, or how long until its
-// time (still UNPAID, not yet due, by the snapshot), or neither.
+// withdrawal then sees the reminder), then the new or taken-back rows.
+// Returns, for every id asked: the reminder's id when written or taken back
+// for a delivery to schedule (`fresh`), or how long until its time (still
+// UNPAID, not yet due, by the snapshot), or neither.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
-import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
+import { type WrittenOrTakenBack, dedupeKeySql, deliveryInsertSql, liveSql, takeBackOnConflictSql } from '../../../core/delivery/index.js';
+
+/** The reminder's dedupe key of the deadline order `o` holds. */
+const keyOf = (o: Prisma.Sql) => dedupeKeySql.orderPaymentReminder(Prisma.sql`${o}.id`, Prisma.sql`${o}.expires_at`);
 
 const REMINDER = deliveryInsertSql({
   kind: 'ORDER_PAYMENT_REMINDER',
-  from: Prisma.sql`due o`,
-  dedupeKey: dedupeKeySql.orderPaymentReminder(Prisma.sql`o.id`, Prisma.sql`o.expires_at`),
+  from: Prisma.sql`w o`,
+  dedupeKey: keyOf(Prisma.sql`o`),
   subject: { column: 'order_id', value: Prisma.sql`o.id` },
   client: Prisma.sql`o.client`,
   payload: Prisma.sql`jsonb_build_object('orderId', o.id, 'customerId', o.customer_id, 'totalCents', o.total_cents, 'currency', o.currency,
@@ -34,7 +46,7 @@ export type ReminderOutcome = { kind: 'written'; notificationId: string } | { ki
 
 export async function writePaymentReminders(db: Db, ids: readonly string[]): Promise<Map<string, ReminderOutcome>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.$queryRaw<{ id: string; notification_id: string | null; ms: number | null }[]>`
+  const rows = await db.$queryRaw<{ id: string; notification_id: WrittenOrTakenBack['id'] | null; fresh: boolean | null; ms: number | null }[]>`
     WITH due AS (
       -- Through an expression no index holds: found by their ids whatever the statistics say.
       SELECT id, client, customer_id, total_cents, currency, expires_at FROM orders
@@ -42,19 +54,21 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
          AND payment_remind_at + interval '0' <= now() AND expires_at > now()
        ORDER BY id
          FOR UPDATE
+    ), w AS (
+      SELECT * FROM due d WHERE NOT EXISTS (SELECT 1 FROM notifications r WHERE r.dedupe_key = ${keyOf(Prisma.sql`d`)} AND ${liveSql(Prisma.sql`r`)})
     ), n AS (
       ${REMINDER}
-      ON CONFLICT (dedupe_key) DO NOTHING
-      RETURNING id, order_id
+      ${takeBackOnConflictSql}
     )
-    SELECT x.id::text AS id, n.id::text AS notification_id,
+    SELECT x.id::text AS id, n.id AS notification_id, n.fresh,
            CASE WHEN x.status = 'UNPAID' AND x.payment_remind_at > now()
                 THEN ceil(extract(epoch FROM x.payment_remind_at - now()) * 1000)::int END AS ms
-      FROM orders x LEFT JOIN n ON n.order_id = x.id
+      FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = ${keyOf(Prisma.sql`w`)}
      WHERE x.id = ANY(${[...ids]}::uuid[])`;
   const out = new Map<string, ReminderOutcome>();
   for (const r of rows) {
-    if (r.notification_id) out.set(r.id, { kind: 'written', notificationId: r.notification_id });
+    // Taken back still SENDING (its withdrawal lifted): its running delivery is its own, nothing to schedule.
+    if (r.notification_id && r.fresh) out.set(r.id, { kind: 'written', notificationId: r.notification_id });
     else if (r.ms !== null && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
     else out.set(r.id, { kind: 'none' });
   }

@@ -17,8 +17,10 @@
 // commit after it applies to the next). Lock order: the parcels in (client,
 // tracking number) order (one order for every committer, and for withdraw
 // and move, which lock one: no deadlock), then the new batches and notices.
-// Returns the batches made and the parcels left waiting (each with its
-// area's rule), to go back into Redis.
+// A MANUAL batch may carry the flush's Idempotency-Key (unique: a second
+// batch under one key fails the statement whole, nothing attached). Returns
+// the batches made and the parcels left waiting (each with its area's rule
+// and its version), to go back into Redis.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
@@ -38,7 +40,8 @@ export type CommittedBatch = {
  * TIMEOUT batch refused because its oldest parcel had not waited the maximum
  * by the database clock says how long that is still to go (else 0). `rule`:
  * its area's own batch size and maximum wait (ms) as the commit read them
- * (null: the default), to set its Redis group's by.
+ * (null: the default) with the area's rule version, to set its Redis
+ * group's by (a newer rule there refuses it).
  */
 export type LeftParcel = {
   client: string;
@@ -46,11 +49,13 @@ export type LeftParcel = {
   areaCode: string;
   arrivedAt: number;
   dueInMs: number;
-  rule: { batchSize: number | null; maxWaitMs: number | null };
+  rule: { batchSize: number | null; maxWaitMs: number | null; version: number };
 };
 
 /** A batch to make: its new id, its area (client and code) and the parcels (of that client) taken for it. */
 export type BatchToCommit = { id: string; client: string; areaCode: string; trackingNos: readonly string[] };
+/** A manual flush's Idempotency-Key (scoped to the client) and its request's hash, stored with the one batch it makes. */
+export type FlushKey = { key: string; requestHash: string | null };
 export type BatchReason = 'FULL' | 'TIMEOUT' | 'MANUAL';
 /** The default rule, of an area without its own: a batch is full at `batchSize`, due when its first parcel has waited `maxWaitMs`. */
 export type BatchRule = { maxWaitMs: number; batchSize: number };
@@ -82,6 +87,7 @@ type CommitRow = {
   ok: boolean | null;
   own_size: number | null;
   own_wait_ms: bigint | null;
+  own_version: number | null;
 };
 
 function commitBatchesSql(o: {
@@ -92,8 +98,11 @@ function commitBatchesSql(o: {
   reason: BatchReason;
   maxWaitMs: number;
   batchSize: number;
+  flushKey: FlushKey | null;
 }): Prisma.Sql {
   const { reason, maxWaitMs, batchSize } = o;
+  const key = o.flushKey?.key ?? null;
+  const hash = o.flushKey?.requestHash ?? null;
   return Prisma.sql`WITH input AS (
      SELECT * FROM unnest(${o.ids}::uuid[], ${o.clients}::text[], ${o.areas}::text[], ${o.tracking}::text[]) AS t(batch_id, client, area_code, tracking_no)
       ORDER BY client, tracking_no, batch_id
@@ -120,10 +129,10 @@ function commitBatchesSql(o: {
        FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.client, w.area_code)
    ), ruled AS (
      -- The area's rule (its own, else the defaults), by the area's key: one lookup per parcel.
-     SELECT counted.*, r.own_size, r.own_wait_ms, COALESCE(r.own_size, ${batchSize}::int) AS size,
+     SELECT counted.*, r.own_size, r.own_wait_ms, r.own_version, COALESCE(r.own_size, ${batchSize}::int) AS size,
             COALESCE(r.own_wait_ms, ${maxWaitMs}::bigint) AS wait_ms
        FROM counted CROSS JOIN LATERAL (
-            SELECT areas.batch_size AS own_size, areas.max_wait_seconds::bigint * 1000 AS own_wait_ms FROM areas
+            SELECT areas.batch_size AS own_size, areas.max_wait_seconds::bigint * 1000 AS own_wait_ms, areas.rule_version AS own_version FROM areas
              WHERE areas.client = counted.client AND areas.code = counted.area_code) r
    ), judged AS (
      -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
@@ -134,8 +143,8 @@ function commitBatchesSql(o: {
        FROM ruled
    ), b AS (
      -- The batch is its area's client's: the one of its parcels; its count, of the parcels it takes.
-     INSERT INTO batches (id, client, area_code, vehicle_plate, reason, parcel_count, created_at)
-     SELECT j.batch_id, a.client, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.taken, now()
+     INSERT INTO batches (id, client, area_code, vehicle_plate, reason, parcel_count, created_at, idempotency_key, request_hash)
+     SELECT j.batch_id, a.client, a.code, a.vehicle_plate, ${reason}::"BatchReason", j.taken, now(), ${key}::varchar, ${hash}::char(64)
        FROM (SELECT batch_id, client, area_code, count(*)::int AS taken FROM judged WHERE ok GROUP BY batch_id, client, area_code) j
        JOIN areas a ON a.client = j.client AND a.code = j.area_code
      RETURNING id, client, area_code, vehicle_plate, reason, parcel_count, created_at
@@ -156,16 +165,16 @@ function commitBatchesSql(o: {
    )
    SELECT 'batch' AS kind, b.id AS batch_id, NULL::uuid AS id, b.parcel_count AS attached, b.created_at, b.client,
           NULL::text AS tracking_no, b.area_code, NULL::bigint AS arrived_ms, NULL::bigint AS due_in_ms, NULL::boolean AS ok,
-          NULL::int AS own_size, NULL::bigint AS own_wait_ms
+          NULL::int AS own_size, NULL::bigint AS own_wait_ms, NULL::int AS own_version
      FROM b
    UNION ALL
-   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
+   SELECT 'notice', n.batch_id, n.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n
    UNION ALL
    SELECT 'parcel', j.batch_id, NULL, NULL, NULL, j.client, j.tracking_no, j.area_code, floor(extract(epoch FROM j.created_at) * 1000)::bigint,
           CASE ${reason}::text WHEN 'TIMEOUT'
             THEN GREATEST(0, ceil(extract(epoch FROM j.first + make_interval(secs => j.wait_ms::double precision / 1000) - now()) * 1000))::bigint
             ELSE 0 END,
-          j.ok, j.own_size, j.own_wait_ms
+          j.ok, j.own_size, j.own_wait_ms, j.own_version
      FROM judged j`;
 }
 
@@ -178,7 +187,12 @@ function commitBatchesSql(o: {
  * nested loops whose cost grew with the square of a call's size
  * (BENCHMARKS.md, parcel intake).
  */
-export function commitBatchesQuery(batches: readonly BatchToCommit[], reason: BatchReason, rule: BatchRule): { sql: Prisma.Sql; parcels: number } {
+export function commitBatchesQuery(
+  batches: readonly BatchToCommit[],
+  reason: BatchReason,
+  rule: BatchRule,
+  flushKey: FlushKey | null = null,
+): { sql: Prisma.Sql; parcels: number } {
   const ids: string[] = [];
   const clients: string[] = [];
   const areas: string[] = [];
@@ -191,7 +205,7 @@ export function commitBatchesQuery(batches: readonly BatchToCommit[], reason: Ba
       tracking.push(t);
     }
   }
-  return { sql: commitBatchesSql({ ids, clients, areas, tracking, reason, ...rule }), parcels: tracking.length };
+  return { sql: commitBatchesSql({ ids, clients, areas, tracking, reason, ...rule, flushKey }), parcels: tracking.length };
 }
 
 /** Commits `batches` (a flush round's worth) as the header says; the batches made and the parcels left waiting. */
@@ -200,8 +214,9 @@ export async function commitBatches(
   batches: readonly BatchToCommit[],
   reason: BatchReason,
   rule: BatchRule,
+  flushKey: FlushKey | null = null,
 ): Promise<{ committed: CommittedBatch[]; left: LeftParcel[] }> {
-  const q = commitBatchesQuery(batches, reason, rule);
+  const q = commitBatchesQuery(batches, reason, rule, flushKey);
   if (q.parcels === 0) return { committed: [], left: [] };
   const rows = await db.$queryRaw<CommitRow[]>(q.sql);
   const made: Omit<CommittedBatch, 'trackingNos' | 'notificationId'>[] = [];
@@ -229,7 +244,7 @@ export async function commitBatches(
         areaCode: r.area_code as string,
         arrivedAt: Number(r.arrived_ms),
         dueInMs: Number(r.due_in_ms),
-        rule: { batchSize: r.own_size, maxWaitMs: r.own_wait_ms === null ? null : Number(r.own_wait_ms) },
+        rule: { batchSize: r.own_size, maxWaitMs: r.own_wait_ms === null ? null : Number(r.own_wait_ms), version: Number(r.own_version) },
       });
   }
   const committed = made.map((b) => ({ ...b, trackingNos: (members.get(b.batchId) ?? []).sort(), notificationId: notices.get(b.batchId) ?? null }));

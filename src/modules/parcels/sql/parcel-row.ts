@@ -10,6 +10,8 @@ export type AreaRow = {
   /** The area's own batch size and maximum wait; null: the defaults. */
   batchSize: number | null;
   maxWaitSeconds: number | null;
+  /** Raised by every PUT: the rule's version in its Redis group (an older one is refused there). */
+  ruleVersion: number;
   createdAt: Date;
   updatedAt: Date;
 };

@@ -30,6 +30,14 @@ export function findBatch(db: Db, client: string, id: string) {
   return db.batch.findUnique({ where: { id, client }, include: { parcels: { orderBy: { createdAt: 'asc' }, select: { trackingNo: true } } } });
 }
 
+/** The batch a manual flush made under this Idempotency-Key ("<client>/<key>"), of the caller's client, with the request's hash. */
+export function findBatchByKey(db: Db, client: string, key: string) {
+  return db.batch.findUnique({
+    where: { idempotencyKey: key, client },
+    include: { parcels: { orderBy: { createdAt: 'asc' }, select: { trackingNo: true } } },
+  });
+}
+
 export function listBatches(db: Db, client: string, areaCode: string, limit: number) {
   return db.batch.findMany({
     where: { client, areaCode },
@@ -78,12 +86,28 @@ export function listOverdue(db: Db, r: WaitRule, limit: number): Promise<Waiting
      ORDER BY p.created_at, p.client, p.tracking_no LIMIT ${limit}`;
 }
 
+/** A waiting parcel as listRecentWaiting answers it; its (arrival, client, tracking number) is the keyset a page is read after. */
+export type RecentWaitingParcel = WaitingParcel & { arrivedAt: number };
+
 /**
  * WAITING parcels that arrived not within the last `olderThanMs` and are not
  * yet overdue by their area's rule (listOverdue's), oldest first, with their
- * arrival (ms). Read from the oldest the longest wait allows (a day plus the grace).
+ * arrival (ms), a page of `limit` after `after` (keyset: arrival, client,
+ * tracking number; from the start without). Read from the oldest the longest
+ * wait allows (a day plus the grace), along the (status, created_at) index
+ * from the page's start: a page costs its own rows, not those before it.
  */
-export async function listRecentWaiting(db: Db, r: WaitRule, olderThanMs: number, limit: number): Promise<(WaitingParcel & { arrivedAt: number })[]> {
+export async function listRecentWaiting(
+  db: Db,
+  r: WaitRule,
+  olderThanMs: number,
+  limit: number,
+  after: RecentWaitingParcel | null = null,
+): Promise<RecentWaitingParcel[]> {
+  const from = after
+    ? Prisma.sql`AND p.created_at >= ${new Date(after.arrivedAt)}::timestamptz
+       AND (p.created_at, p.client, p.tracking_no) > (${new Date(after.arrivedAt)}::timestamptz, ${after.client}, ${after.trackingNo})`
+    : Prisma.empty;
   const rows = await db.$queryRaw<(WaitingParcel & { arrivedMs: bigint })[]>`
     SELECT p.client, p.tracking_no AS "trackingNo", p.area_code AS "areaCode", COALESCE(a.batch_size, ${r.batchSize}::int) AS "batchSize",
            floor(extract(epoch FROM p.created_at) * 1000)::bigint AS "arrivedMs"
@@ -92,6 +116,7 @@ export async function listRecentWaiting(db: Db, r: WaitRule, olderThanMs: number
        AND p.created_at >= now() - make_interval(secs => (${Math.max(MAX_AREA_WAIT_MS, r.maxWaitMs)}::double precision + ${r.graceMs}::double precision) / 1000)
        AND p.created_at >= now() - make_interval(secs => (${waitMsOf(r)} + ${r.graceMs}::double precision) / 1000)
        AND p.created_at < now() - make_interval(secs => ${olderThanMs}::double precision / 1000)
+       ${from}
      ORDER BY p.created_at, p.client, p.tracking_no LIMIT ${limit}`;
   return rows.map((x) => ({ client: x.client, trackingNo: x.trackingNo, areaCode: x.areaCode, batchSize: x.batchSize, arrivedAt: Number(x.arrivedMs) }));
 }
@@ -107,10 +132,12 @@ export async function oldestWaiting(db: Db, client: string, code: string, limit:
      ORDER BY created_at, tracking_no LIMIT ${limit}`;
 }
 
-/** Every area with a rule of its own (the reconciliation pass holds the Redis groups' rules to them). */
-export function listAreaRules(db: Db): Promise<{ client: string; code: string; batchSize: number | null; maxWaitSeconds: number | null }[]> {
+/** Every area with a rule of its own, with the rule's version (the reconciliation pass holds the Redis groups' rules to them). */
+export function listAreaRules(
+  db: Db,
+): Promise<{ client: string; code: string; batchSize: number | null; maxWaitSeconds: number | null; ruleVersion: number }[]> {
   return db.area.findMany({
     where: { OR: [{ batchSize: { not: null } }, { maxWaitSeconds: { not: null } }] },
-    select: { client: true, code: true, batchSize: true, maxWaitSeconds: true },
+    select: { client: true, code: true, batchSize: true, maxWaitSeconds: true, ruleVersion: true },
   });
 }

@@ -4,7 +4,9 @@
 // client's area of the same code is another row, never touched. Guard: none,
 // the last write wins; a batch made after it is bound to the new vehicle and
 // judged by the new rule, one made before keeps the plate it was made with.
-// Lock order: the one area row. Returns the area.
+// Every write raises the rule's version (under the row's lock, so two PUTs
+// get two versions in their commit order): the Redis group refuses a rule
+// older than its own. Lock order: the one area row. Returns the area.
 import type { Db } from '../../../core/db.js';
 import type { AreaRow } from './parcel-row.js';
 
@@ -15,6 +17,6 @@ export async function upsertArea(db: Db, client: string, code: string, s: AreaSe
   return db.area.upsert({
     where: { client_code: { client, code } },
     create: { client, code, ...s },
-    update: { ...s, updatedAt: new Date() },
+    update: { ...s, updatedAt: new Date(), ruleVersion: { increment: 1 } },
   });
 }

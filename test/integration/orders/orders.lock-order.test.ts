@@ -1,0 +1,120 @@
+// The orders' multi-row statements against each other: the expiry batch, an
+// operator's extension page and the reminder writer lock the orders they share
+// in id order (rows stored in the opposite order, so a statement locking in
+// its scan's order would meet the others head-on: a deadlock); an expiry
+// batch that waited for a deadline move answers the moved deadline, not
+// "settled"; and an extension of more orders than a page extends each once.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSerializationFailure } from '../../../src/core/db-errors.js';
+import { createLogger } from '../../../src/core/logger.js';
+import { EXTEND_PAGE } from '../../../src/modules/orders/orders.deadlines.js';
+import { type NewOrder, createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
+import { EXPIRE_JOB, REMIND_JOB, createOrdersService, expireJobId } from '../../../src/modules/orders/orders.service.js';
+import { createQueue } from '../../../src/queue/index.js';
+import { createTestDb, type TestDb } from '../../helpers/db.js';
+import { gate } from '../../helpers/queues.js';
+import { redisClient, uniqueQueueName } from '../../helpers/redis.js';
+
+let tdb: TestDb;
+const redis = redisClient('orders-lock-order');
+beforeAll(async () => {
+  tdb = await createTestDb('orders_lock_order');
+});
+afterAll(async () => {
+  redis.disconnect();
+  await tdb?.drop();
+});
+
+const order = (client: string, timeoutSeconds: number, id = randomUUID(), lead: number | null = null): NewOrder => ({
+  id,
+  client,
+  customerId: 'c',
+  currency: 'EUR',
+  totalCents: 100,
+  timeoutSeconds,
+  reminderBeforeSeconds: lead,
+  idempotencyKey: null,
+  requestHash: null,
+  items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }],
+});
+
+describe('orders locked in id order', () => {
+  it('lets an expiry batch, an extension and the reminder writer share orders without a deadlock', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    const deadlocks: unknown[] = [];
+    for (let round = 0; round < 4; round++) {
+      const client = `lock-${round}`;
+      // Stored in descending id order: a scan in storage order meets the id order head-on. Half past
+      // their deadline (the expiry's), half with their reminder due (the writer's); all in the extension's range.
+      const ids = Array.from({ length: 300 }, () => randomUUID()).sort((a, b) => b.localeCompare(a));
+      await repo.insertMany(ids.map((id, i) => (i % 2 ? order(client, 0, id) : order(client, 3, id, 2))));
+      await new Promise((r) => setTimeout(r, 1_100));
+      const range = { from: new Date(Date.now() - 3_600_000), to: new Date(Date.now() + 3_600_000), bySeconds: 60, client };
+      const shuffled = [...ids].sort(() => Math.random() - 0.5);
+      const results = await Promise.allSettled([
+        repo.expireMany(shuffled),
+        repo.extendDeadlinesPage(range, null, EXTEND_PAGE),
+        repo.remindMany(shuffled),
+        repo.expireMany([...ids].reverse()),
+      ]);
+      for (const r of results) if (r.status === 'rejected') (isSerializationFailure(r.reason) ? deadlocks : []).push(r.reason);
+      for (const r of results) if (r.status === 'rejected' && !isSerializationFailure(r.reason)) throw r.reason;
+      // Each order ended one way: cancelled by an expiry, or extended (UNPAID, its deadline ahead).
+      const rows = await tdb.db.order.findMany({ where: { client }, select: { status: true, expiresAt: true } });
+      for (const row of rows) expect(row.status === 'CANCELLED' || (row.status === 'UNPAID' && row.expiresAt.getTime() > Date.now())).toBe(true);
+    }
+    expect(deadlocks).toEqual([]);
+  });
+
+  it('answers an expiry that waited for a deadline move with the moved deadline (not settled)', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    const [o] = await repo.insertMany([order('waits', 0)]);
+    const committing = gate();
+    const locked = gate();
+    const moving = tdb.db.$transaction(
+      async (tx) => {
+        await tx.$executeRaw`UPDATE orders SET expires_at = now() + interval '5 s' WHERE id = ${o!.id}::uuid AND status = 'UNPAID'`;
+        locked.open();
+        await committing.promise;
+      },
+      { timeout: 20_000 },
+    );
+    await locked.promise;
+    await new Promise((r) => setTimeout(r, 50));
+    const expiring = repo.expireMany([o!.id]);
+    await new Promise((r) => setTimeout(r, 300));
+    committing.open();
+    await moving;
+    const out = (await expiring).get(o!.id);
+    expect(out?.kind).toBe('not_due');
+    expect(out?.kind === 'not_due' && out.inMs).toBeGreaterThan(4_000);
+    expect((await tdb.db.order.findUniqueOrThrow({ where: { id: o!.id } })).status).toBe('UNPAID');
+  });
+});
+
+describe("an operator's extension in pages", () => {
+  it('extends every order of a range larger than a page exactly once, each page moving its jobs', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    const client = 'pages';
+    const n = EXTEND_PAGE * 2 + 500;
+    const made = [];
+    for (let i = 0; i < n; i += 500) made.push(...(await repo.insertMany(Array.from({ length: Math.min(500, n - i) }, () => order(client, 600)))));
+    const queue = createQueue(redis, { name: uniqueQueueName('orders-pages'), types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} } });
+    const service = createOrdersService({
+      repo,
+      queue,
+      dispatch: async () => undefined,
+      log: createLogger('silent'),
+      defaultTimeoutSeconds: 60,
+      maxWindowSeconds: 604_800,
+      reminderBeforeSeconds: undefined,
+    });
+    const from = new Date(Math.min(...made.map((o) => o.expiresAt.getTime())));
+    const to = new Date(Math.max(...made.map((o) => o.expiresAt.getTime())) + 60_000); // every extended deadline still inside
+    expect(await service.extend(from, to, 7, client)).toBe(n);
+    const rows = new Map((await tdb.db.order.findMany({ where: { client }, select: { id: true, expiresAt: true } })).map((r) => [r.id, r.expiresAt.getTime()]));
+    for (const o of made) expect(rows.get(o.id)).toBe(o.expiresAt.getTime() + 7_000);
+    for (const o of made.slice(0, 20)) expect((await queue.get(expireJobId(o.id)))?.dueAt).toBe(o.expiresAt.getTime() + 7_000);
+  });
+});

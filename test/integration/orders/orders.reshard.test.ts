@@ -1,0 +1,63 @@
+// The orders queue resharded 1 -> 3 while the whole service runs and orders
+// expire through the move: every unpaid order is cancelled once, with one
+// notification; a paid one stays paid.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queue } from '../../../src/queue/producer/queue.js';
+import { reshard } from '../../../src/queue/producer/reshard.js';
+import { createTestDb, type TestDb } from '../../helpers/db.js';
+import { redisClient, waitFor } from '../../helpers/redis.js';
+import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
+
+describe('orders expiring while their queue is resharded', () => {
+  let tdb: TestDb;
+  let svc: TestService;
+  beforeAll(async () => {
+    tdb = await createTestDb('orders_reshard');
+    svc = await startTestService(tdb.url, { ORDER_RECONCILE_INTERVAL_SECONDS: '3600', QUEUE_SHARDS: '1' });
+  });
+  afterAll(async () => {
+    await stopTestService(svc, tdb);
+  });
+
+  it('cancels each unpaid order once and no paid one', async () => {
+    const orders = svc.module('orders').queue as Queue;
+    const body = (s: number) => ({ customerId: 'c', items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }], paymentTimeoutSeconds: s });
+    // Expiries due before, during and after the move (it takes about 5 s).
+    const created = await Promise.all(
+      Array.from({ length: 90 }, (_, i) =>
+        svc
+          .api()
+          .post('/orders')
+          .send(body(2 + (i % 9))),
+      ),
+    );
+    expect(created.map((r) => r.status)).toEqual(Array(90).fill(201));
+    const ids = created.map((r) => r.body.id as string);
+    // Paid ones have 7 s or more: paid in time while the move runs.
+    const paid = ids.filter((_, i) => i % 9 >= 5 && i % 3 === 0);
+    const redis = redisClient('orders-reshard');
+    try {
+      const moving = reshard(redis, { prefix: orders.prefix, name: orders.name }, 3);
+      // Paid while the move runs: the pay cancels the expiry job wherever it is.
+      for (const id of paid)
+        expect(
+          (
+            await svc
+              .api()
+              .post(`/orders/${id}/pay`)
+              .send({ paymentRef: `p-${id}` })
+          ).status,
+        ).toBe(200);
+      expect(await moving).toMatchObject({ from: 1, to: 3 });
+    } finally {
+      redis.disconnect();
+    }
+    const unpaid = ids.filter((id) => !paid.includes(id));
+    const cancelled = () => tdb.db.order.count({ where: { id: { in: unpaid }, status: 'CANCELLED' } });
+    expect(await waitFor(async () => (await cancelled()) === unpaid.length, 30_000, 100)).toBe(true);
+    expect(await tdb.db.order.count({ where: { id: { in: paid }, status: 'PAID' } })).toBe(paid.length);
+    const notes = await tdb.db.notification.groupBy({ by: ['orderId'], where: { orderId: { in: unpaid } }, _count: true });
+    expect(notes).toHaveLength(unpaid.length);
+    expect(notes.every((n) => n._count === 1)).toBe(true);
+  }, 90_000);
+});
