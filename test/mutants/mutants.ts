@@ -620,7 +620,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: 'OD8',
-    rule: "the reconciliation pass brings a job left later than its order's time back to it",
+    rule: "the reconciliation pass brings a reminder job left later than its order's reminder time back to it",
     file: 'src/modules/orders/orders.reconcile.ts',
     find: "return j?.state === 'pending' && j.dueAt !== null && j.dueAt > w.at.getTime() + PULL_SLACK_MS;",
     replace: "return j?.state === 'pending' && false;",

@@ -6,13 +6,14 @@
 // order's current deadline, and re-creates the jobs of those coming due. Only
 // orders expiring (or to be reminded) within the next two intervals are
 // looked at, which keeps each pass small whatever the backlog of future orders.
-// A job found pending later than its row's time (a move earlier whose
-// reschedule Redis missed, or two moves whose reschedules crossed) is brought
-// to the row's time when that comes before the next pass: left there, an
-// expiry would wait for the grace, and a reminder whose lead is shorter than
-// the grace plus an interval would be overdue only once its deadline passed,
-// never written. A job in flight is left to its delivery, which judges the
-// row as it is then.
+// A reminder job found pending later than its row's time (a move earlier
+// whose reschedule Redis missed, or two moves whose reschedules crossed) is
+// brought to the row's time when that comes before the next pass: left
+// there, a reminder whose lead is shorter than the grace plus an interval
+// would be overdue only once its deadline passed, never written. A job in
+// flight is left to its delivery, which judges the row as it is then. An
+// expiry job left late is not looked up: the overdue cancel above ends its
+// order after the grace.
 import { forEachPage } from '../../core/keyset.js';
 import type { Logger } from '../../core/logger.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
@@ -117,7 +118,10 @@ export function createOrdersReconcile(d: {
         const r = await ensureJobs(
           d.queue,
           page.map((o) => ({ id: expireJobId(o.id), type: EXPIRE_JOB, at: o.expiresAt, payload: expirePayload() })),
-          pullBefore,
+          // Expiry jobs are not pulled: one left late is cancelled by the
+          // overdue pass after the grace, and a lookup per order coming due
+          // (every order, at the expiry peak) cost the stream's lateness.
+          0,
         );
         jobsCreated += r.created;
         jobsPulled += r.pulled;

@@ -186,19 +186,6 @@ describe('PATCH /orders/:id', () => {
     expect((await row(o.id)).status).toBe('CANCELLED');
   });
 
-  it('has the expiry job of an order moved earlier, left later by a lost reschedule, brought to the new deadline by the pass', async () => {
-    const o = await create(60);
-    const to = Date.now() + 2_500;
-    expect((await patch(o.id, { expiresAt: new Date(to).toISOString() })).status).toBe(200);
-    await orders().queue.schedule({ id: expireJobId(o.id), type: 'order.expire', at: new Date(o.expiresAt), payload: {} });
-    const r = await orders().reconcile.run(60_000);
-    expect(r.jobsPulled).toBeGreaterThanOrEqual(1);
-    expect(await jobDue(o.id)).toBe(to);
-    // Cancelled by its own job at the new deadline, not by the pass's grace.
-    expect(await waitFor(async () => (await row(o.id)).status === 'CANCELLED', 5_000, 20)).toBe(true);
-    expect((await row(o.id)).cancelledAt!.getTime() - to).toBeLessThan(1_000);
-  });
-
   it('re-creates the expiry job of a moved order that Redis lost, at the new deadline', async () => {
     const o = await create(60);
     const moved = await patch(o.id, { extendBySeconds: 5 });
