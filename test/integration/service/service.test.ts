@@ -42,7 +42,7 @@ describe('service process', () => {
   it('refuses an unknown subcommand', async () => {
     const p = runMain(['dance'], {});
     expect(await p.exited).toBe(2);
-    expect(p.output()).toMatch(/usage: main \[all\|api\|worker\|migrate\|stats \[--watch\]\|keys \.\.\.\|ungroup\]/);
+    expect(p.output()).toMatch(/usage: main \[all\|api\|worker\|migrate\|stats \[--watch\]\|keys \.\.\.\|ungroup\|reshard \.\.\.\]/);
   });
 
   it('starts, answers /healthz and /readyz, and stops cleanly on SIGTERM', async () => {
