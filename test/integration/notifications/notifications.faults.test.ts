@@ -122,13 +122,14 @@ function deliveryWorld(tag: string, maxAttempts: number) {
       return id;
     },
 
-    /** The delivery job of a row once it is over: 'done' (acked) or 'dead'; its state if neither came within `timeoutMs`. */
+    /** The delivery job of a row once it is over: 'done' (acked, the row past PENDING) or 'dead'; its state if neither came within `timeoutMs`. */
     async jobOutcome(notificationId: string, timeoutMs: number): Promise<'done' | JobInfo['state']> {
       let state: 'done' | JobInfo['state'] = 'pending';
       await waitFor(
         async () => {
           const j = await notifications().queue.get(deliverJobId(notificationId));
-          state = j === null ? 'done' : j.state;
+          // No job yet for a row still PENDING: its delivery job is scheduled just after the row's commit.
+          state = j !== null ? j.state : (await row(notificationId)).status === 'PENDING' ? 'pending' : 'done';
           return state === 'done' || state === 'dead';
         },
         timeoutMs,
