@@ -649,6 +649,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'OD11',
+    rule: 'the expiry withdraws the payment reminder not yet delivered of each order it cancels',
+    file: 'src/modules/orders/sql/cancel.ts',
+    find: 'if (cancelled.length > 0) await tx.$executeRaw(withdrawSettledPaymentRemindersSql(cancelled, WITHDRAWN_AT_CANCEL));',
+    replace: '',
+    model: [],
+    integration: ['orders.payment-reminder'],
+    required: false,
+  },
+  {
     id: 'QP1',
     rule: 'a paused queue claims nothing (lua/queue/claim.lua)',
     file: 'lua/queue/claim.lua',

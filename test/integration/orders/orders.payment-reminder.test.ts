@@ -2,7 +2,7 @@
 // HTTP and a local receiver: written at its deadline minus the lead and
 // delivered signed, none for an order paid or cancelled before, moved with
 // the deadline (and again after a move once sent), withdrawn when the order
-// is paid while it waits, the per-order lead and none, the lead's bad input,
+// is paid or expires while it waits, the per-order lead and none, the lead's bad input,
 // the reconciliation pass writing one whose job Redis lost.
 import { randomBytes } from 'node:crypto';
 import { Webhook as Verifier } from 'standardwebhooks';
@@ -129,6 +129,25 @@ describe('the payment reminder', () => {
       await sleep(1_000);
       expect(callsFor(o.id).length).toBe(calls);
       expect((await tdb.db.notification.findUniqueOrThrow({ where: { id: n!.id } })).withdrawnAt).not.toBeNull();
+    } finally {
+      hook.setBehaviour(() => 'ok');
+    }
+  });
+
+  it('is withdrawn when the order expires while it waits to be delivered', async () => {
+    const o = await create({ paymentTimeoutSeconds: 3, paymentReminderBeforeSeconds: 2 });
+    hook.setBehaviour((_n, body) => ((body as { payload?: { orderId?: string } }).payload?.orderId === o.id ? 'fail' : 'ok'));
+    try {
+      expect(await waitFor(() => callsFor(o.id).length >= 1, 5_000, 10)).toBe(true);
+      await until(o.expiresAt);
+      expect(await waitFor(async () => (await api().get(`/orders/${o.id}`)).body.status === 'CANCELLED', 3_000, 20)).toBe(true);
+      // Withdrawn by the expiry, or (its call running then) ended CANCELLED by that call's failure.
+      expect(await waitFor(async () => (await reminders(o.id))[0]?.status === 'CANCELLED', 3_000, 20)).toBe(true);
+      const calls = callsFor(o.id).length;
+      await sleep(1_000);
+      expect(callsFor(o.id).length).toBe(calls);
+      const [n] = await reminders(o.id);
+      expect(n!.withdrawnAt).not.toBeNull();
     } finally {
       hook.setBehaviour(() => 'ok');
     }

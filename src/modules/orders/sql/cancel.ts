@@ -28,7 +28,7 @@ import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
 import type { CancelReason, OrderStatus } from './order-row.js';
-import { withdrawPaymentRemindersSql } from './reminder-withdrawal.js';
+import { withdrawPaymentRemindersSql, withdrawSettledPaymentRemindersSql } from './reminder-withdrawal.js';
 
 const WITHDRAWN_AT_CANCEL = 'order cancelled before its payment reminder was delivered';
 
@@ -103,10 +103,14 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
  */
 export async function expireOrders(db: Db, ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
   if (ids.length === 0) return new Map();
-  const [rows] = await db.$transaction([
-    db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>(expireManySql(ids)),
-    db.$executeRaw(withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${[...ids]}::uuid[])`, WITHDRAWN_AT_CANCEL)),
-  ]);
+  const rows = await db.$transaction(async (tx) => {
+    const expired = await tx.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>(
+      expireManySql(ids),
+    );
+    const cancelled = expired.flatMap((r) => (r.cancelled ? [r.id] : []));
+    if (cancelled.length > 0) await tx.$executeRaw(withdrawSettledPaymentRemindersSql(cancelled, WITHDRAWN_AT_CANCEL));
+    return expired;
+  });
   const out = new Map<string, ExpiryOutcome>();
   for (const r of rows) {
     if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
@@ -131,7 +135,12 @@ export async function cancelOverdue(db: Db, graceSeconds: number, limit: number)
   const rows = await db.$transaction(async (tx) => {
     const cancelled = await tx.$queryRaw<CancelledRow[]>(cancelOverdueSql(graceSeconds, limit));
     if (cancelled.length > 0)
-      await tx.$executeRaw(withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${cancelled.map((r) => r.id)}::uuid[])`, WITHDRAWN_AT_CANCEL));
+      await tx.$executeRaw(
+        withdrawSettledPaymentRemindersSql(
+          cancelled.map((r) => r.id),
+          WITHDRAWN_AT_CANCEL,
+        ),
+      );
     return cancelled;
   });
   return { cancelled: rows.length, notificationIds: rows.flatMap((r) => (r.notification_id ? [r.notification_id] : [])) };

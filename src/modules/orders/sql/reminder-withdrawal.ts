@@ -27,3 +27,13 @@ export function withdrawPaymentRemindersSql(target: Prisma.Sql, reason: string):
     reason,
   });
 }
+
+/** The withdrawal of every undelivered payment reminder of `ids`, orders this transaction just settled (no deadline kept): by the live reminders' partial index, no order read. */
+export function withdrawSettledPaymentRemindersSql(ids: readonly string[], reason: string): Prisma.Sql {
+  return withdrawSql({
+    kind: 'ORDER_PAYMENT_REMINDER',
+    subject: 'order_id',
+    from: Prisma.sql`(SELECT unnest(${[...ids]}::uuid[]) AS id, NULL::text AS kept_key) s`,
+    reason,
+  });
+}
