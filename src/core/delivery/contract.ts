@@ -94,4 +94,6 @@ export type DispatchOptions = {
    * could not be scheduled (the relay cannot replace a dead job).
    */
   readonly fresh?: boolean;
+  /** The rows' one kind, when the caller knows it: their jobs' priority without a read of the rows. */
+  readonly kind?: NotificationKind;
 };

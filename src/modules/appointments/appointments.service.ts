@@ -174,9 +174,12 @@ export function createAppointmentsService(d: {
     const ws = [...written.values()];
     await d.dispatch(
       ws.filter((w) => w.fresh).map((w) => w.id),
-      { fresh: true },
+      { fresh: true, kind: 'APPOINTMENT_REMINDER' },
     );
-    await d.dispatch(ws.filter((w) => !w.fresh).map((w) => w.id));
+    await d.dispatch(
+      ws.filter((w) => !w.fresh).map((w) => w.id),
+      { kind: 'APPOINTMENT_REMINDER' },
+    );
     const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s)) && !failed.has(slotKey(s))));
     const redispatch: string[] = [];
     const moved: { slot: ReminderSlot; startsAt: Date; at: Date }[] = [];
@@ -207,7 +210,7 @@ export function createAppointmentsService(d: {
       // back then, as far ahead as the database's own clock says.
       return { kind: 'not_due', inMs: a.msToRemind };
     });
-    await d.dispatch(redispatch, { fresh: true });
+    await d.dispatch(redispatch, { fresh: true, kind: 'APPOINTMENT_REMINDER' });
     await Promise.all(
       moved.map((m) =>
         afterCommit(

@@ -70,13 +70,14 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     // A fresh delivery is not best effort: the relay schedules `nx` and would
     // find the row's old (dead) job and give the row up. It throws, so the
     // caller's job runs again and dispatches afresh.
+    // The rows' kinds set their jobs' priority (notification-priority.ts): the
+    // caller's, or one read by primary key, after the commit like the schedule.
+    const kinds = async () => (options?.kind ? new Map(ids.map((id) => [id, options.kind as string])) : repo.kindsOf(ids));
     if (options?.fresh) {
-      await scheduleDeliveries(queue, ids, 'replace', await repo.kindsOf(ids));
+      await scheduleDeliveries(queue, ids, 'replace', await kinds());
       return;
     }
-    // The rows' kinds set their jobs' priority (notification-priority.ts): one
-    // read by primary key, after the commit, like the schedule itself.
-    const send = async () => scheduleDeliveries(queue, ids, 'nx', await repo.kindsOf(ids));
+    const send = async () => scheduleDeliveries(queue, ids, 'nx', await kinds());
     await afterCommit(send, 'schedule deliveries', log, { ids }, 'the relay pass will pick them up');
   };
 

@@ -147,7 +147,7 @@ export function createOrderDeadlines(d: DeadlinesDeps) {
     async remindMany(orderIds: readonly string[]): Promise<Map<string, ReminderOutcome>> {
       const outcomes = await repo.remindMany(orderIds);
       const written = [...outcomes.values()].flatMap((r) => (r.kind === 'written' ? [r.notificationId] : []));
-      if (written.length > 0) await d.dispatch(written);
+      if (written.length > 0) await d.dispatch(written, { kind: 'ORDER_PAYMENT_REMINDER' });
       return outcomes;
     },
   };

@@ -104,7 +104,7 @@ export function createOrdersReconcile(d: {
     for (let i = 0; i < MAX_CANCEL_BATCHES; i++) {
       const r = await d.repo.cancelOverdue(d.graceSeconds, CANCEL_BATCH);
       cancelled += r.cancelled;
-      await d.dispatch(r.notificationIds);
+      await d.dispatch(r.notificationIds, { kind: 'ORDER_CANCELLED' });
       if (r.cancelled < CANCEL_BATCH) break;
     }
     let jobsCreated = 0;

@@ -126,7 +126,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
     async cancel(client: string, id: string): Promise<OrderRow> {
       const done = await repo.cancel(client, id);
       if (done) {
-        await Promise.all([dropExpiry(id), d.dispatch(done.notificationId ? [done.notificationId] : [])]);
+        await Promise.all([dropExpiry(id), d.dispatch(done.notificationId ? [done.notificationId] : [], { kind: 'ORDER_CANCELLED' })]);
         return mustFind(client, id);
       }
       const order = await mustFind(client, id);
@@ -142,7 +142,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
     async expireMany(orderIds: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
       const outcomes = await repo.expireMany(orderIds);
       const notices = [...outcomes.values()].flatMap((r) => (r.kind === 'cancelled' && r.notificationId ? [r.notificationId] : []));
-      if (notices.length > 0) await d.dispatch(notices);
+      if (notices.length > 0) await d.dispatch(notices, { kind: 'ORDER_CANCELLED' });
       return outcomes;
     },
   };

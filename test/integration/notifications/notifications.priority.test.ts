@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NotificationDispatch } from '../../../src/core/delivery/index.js';
 import { DELIVER_JOB, deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
 import { type PRIORITY_BY_KIND } from '../../../src/modules/notifications/notification-priority.js';
+import { orderBody } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/redis.js';
 import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
@@ -78,6 +79,20 @@ describe('notification priorities', () => {
       // Within what one claim hands the workers at once, the urgent ones come first.
       const firstUrgent = order().slice(0, urgent.length + payment.length + CONCURRENCY);
       for (const id of urgent) expect(firstUrgent, `order-cancelled notice ${id} called late`).toContain(id);
+    } finally {
+      await q.resume(DELIVER_JOB);
+    }
+  });
+
+  it("gives a notice a domain hands over its kind's priority (the order's cancel names its kind)", async () => {
+    const q = notifications().queue!;
+    await q.pause(DELIVER_JOB);
+    try {
+      const created = await svc.api().post('/orders').send(orderBody());
+      expect(created.status).toBe(201);
+      expect((await svc.api().post(`/orders/${created.body.id}/cancel`)).status).toBe(200);
+      const notice = await tdb.db.notification.findFirstOrThrow({ where: { orderId: created.body.id, kind: 'ORDER_CANCELLED' } });
+      expect(await waitFor(async () => (await q.get(deliverJobId(notice.id)))?.priority === 8, 3_000, 20)).toBe(true);
     } finally {
       await q.resume(DELIVER_JOB);
     }
