@@ -659,6 +659,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'OD12',
+    rule: 'a payment reminder taken back is delivered afresh, whatever its earlier delivery job left (dead, backing off)',
+    file: 'src/modules/orders/orders.deadlines.ts',
+    find: "await d.dispatch(written, { fresh: true, kind: 'ORDER_PAYMENT_REMINDER' });",
+    replace: "await d.dispatch(written, { kind: 'ORDER_PAYMENT_REMINDER' });",
+    model: [],
+    integration: ['orders.payment-reminder-take-back'],
+    required: false,
+  },
+  {
     id: 'QP1',
     rule: 'a paused queue claims nothing (lua/queue/claim.lua)',
     file: 'lua/queue/claim.lua',

@@ -38,24 +38,13 @@ export type Withdrawal = {
   reason: string;
 };
 
-/**
- * The kind as a literal, not a parameter: a parameter's cast to the enum is not
- * folded when the statement is planned, so no partial index over one kind's
- * live rows could serve it (orders' live payment reminders: a probe of a few
- * live rows, not of every notification an order ever had).
- */
-function kindLiteral(kind: NotificationKind): Prisma.Sql {
-  if (!/^[A-Z_]+$/.test(kind)) throw new Error(`not a notification kind: ${kind}`);
-  return Prisma.raw(`'${kind}'::"NotificationKind"`);
-}
-
 export function withdrawSql(o: Withdrawal): Prisma.Sql {
   return Prisma.sql`UPDATE notifications n
       SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)::"NotificationStatus",
           last_error = CASE WHEN n.status = 'SENDING' OR n.refused THEN n.last_error ELSE ${o.reason} END,
           withdrawn_at = now()
      FROM ${o.from}
-    WHERE n.${Prisma.raw(o.subject)} = s.id AND n.kind = ${kindLiteral(o.kind)}
+    WHERE n.${Prisma.raw(o.subject)} = s.id AND n.kind = ${o.kind}::"NotificationKind"
       AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
       AND ${o.keptMany ? Prisma.sql`n.dedupe_key <> ALL(COALESCE(s.kept_keys, ARRAY[]::text[]))` : Prisma.sql`(s.kept_key IS NULL OR n.dedupe_key <> s.kept_key)`}`;
 }

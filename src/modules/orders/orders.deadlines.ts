@@ -147,7 +147,9 @@ export function createOrderDeadlines(d: DeadlinesDeps) {
     async remindMany(orderIds: readonly string[]): Promise<Map<string, ReminderOutcome>> {
       const outcomes = await repo.remindMany(orderIds);
       const written = [...outcomes.values()].flatMap((r) => (r.kind === 'written' ? [r.notificationId] : []));
-      if (written.length > 0) await d.dispatch(written, { kind: 'ORDER_PAYMENT_REMINDER' });
+      // Fresh: a reminder taken back may still have its earlier delivery's dead
+      // job (or one waiting out a backoff), which a schedule only if absent keeps.
+      if (written.length > 0) await d.dispatch(written, { fresh: true, kind: 'ORDER_PAYMENT_REMINDER' });
       return outcomes;
     },
   };

@@ -1,0 +1,78 @@
+// The expiry's withdrawal finds the live payment reminders of the
+// orders it cancelled through notifications_live_payment_reminder_idx; its
+// plan on a table holding a history of settled notifications, and the rows it
+// reaches (every live state: PENDING, FAILED, refused FAILED, SENDING).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../../../src/generated/prisma/client.js';
+import { type NewOrder, createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
+import { withdrawSettledPaymentRemindersSql, withdrawPaymentRemindersSql } from '../../../src/modules/orders/sql/reminder-withdrawal.js';
+import { createTestDb, type TestDb } from '../../helpers/db.js';
+
+let tdb: TestDb;
+beforeAll(async () => {
+  tdb = await createTestDb('orders_withdrawal');
+});
+afterAll(async () => {
+  await tdb?.drop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const order = (client: string, timeoutSeconds: number, lead: number | null): NewOrder => ({
+  id: randomUUID(),
+  client,
+  customerId: 'c',
+  currency: 'EUR',
+  totalCents: 100,
+  timeoutSeconds,
+  reminderBeforeSeconds: lead,
+  idempotencyKey: null,
+  requestHash: null,
+  items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }],
+});
+
+describe('the live payment reminders index', () => {
+  it('serves the expiry withdrawal, and reaches every live reminder state', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    // History: 20 000 orders cancelled by the expiry (one ORDER_CANCELLED row each).
+    for (let i = 0; i < 20; i++) {
+      const made = await repo.insertMany(Array.from({ length: 1_000 }, () => order('hist', 0, null)));
+      await repo.expireMany(made.map((o) => o.id));
+    }
+    const live = await repo.insertMany(Array.from({ length: 500 }, () => order('live', 3, 2)));
+    await sleep(1_100);
+    await repo.remindMany(live.map((o) => o.id));
+    await tdb.db.$executeRawUnsafe('ANALYZE notifications');
+    await tdb.db.$executeRawUnsafe('ANALYZE orders');
+    const ids = live.map((o) => o.id);
+    const plans: string[] = [];
+    for (const [name, sql] of [
+      ['settled (expiry)', withdrawSettledPaymentRemindersSql(ids, 'x')],
+      ['settled, 1 id', withdrawSettledPaymentRemindersSql(ids.slice(0, 1), 'x')],
+      ['by orders (pay, cancel, move)', withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${ids}::uuid[])`, 'x')],
+    ] as const) {
+      const rows = await tdb.db.$queryRaw<{ 'QUERY PLAN': string }[]>(Prisma.sql`EXPLAIN ${sql}`);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      plans.push(`-- ${name}\n${plan}`);
+    }
+    console.log(plans.join('\n'));
+    // States: a few reminders put in each live state, then the withdrawal.
+    const rs = await tdb.db.$queryRaw<{ id: string; order_id: string }[]>`SELECT id::text, order_id::text FROM notifications
+       WHERE kind = 'ORDER_PAYMENT_REMINDER' AND order_id = ANY(${ids}::uuid[]) ORDER BY order_id LIMIT 4`;
+    expect(rs.length).toBe(4);
+    await tdb.db.$executeRaw`UPDATE notifications SET status = 'FAILED' WHERE id = ${rs[1]!.id}::uuid`;
+    await tdb.db.$executeRaw`UPDATE notifications SET status = 'FAILED', refused = true WHERE id = ${rs[2]!.id}::uuid`;
+    await tdb.db.$executeRaw`UPDATE notifications SET status = 'SENDING', sending_at = now() WHERE id = ${rs[3]!.id}::uuid`;
+    const n = await tdb.db.$executeRaw(withdrawSettledPaymentRemindersSql(ids, 'x'));
+    expect(n).toBe(500);
+    const after = await tdb.db.$queryRaw<{ status: string; withdrawn: boolean }[]>`SELECT status::text, withdrawn_at IS NOT NULL AS withdrawn
+       FROM notifications WHERE id = ANY(${rs.map((r) => r.id)}::uuid[]) ORDER BY order_id`;
+    expect(after).toEqual([
+      { status: 'CANCELLED', withdrawn: true },
+      { status: 'CANCELLED', withdrawn: true },
+      { status: 'FAILED', withdrawn: true },
+      { status: 'SENDING', withdrawn: true },
+    ]);
+    expect(plans[0]).toMatch(/notifications_live_payment_reminder_idx/);
+  }, 60_000);
+});
