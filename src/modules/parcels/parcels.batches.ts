@@ -90,10 +90,14 @@ export function createBatchCommits(d: BatchDeps) {
    * throws: what is not put back, the reconciliation pass puts back or batches.
    */
   async function restore(area: AreaKey, items: readonly TakenItem[], takeFull: boolean, rule?: GroupRule): Promise<void> {
+    const call = batcher.restore(groupOf(area), items, { takeFull, ...(rule && { rule }) });
     let batches: TakenItem[][];
     try {
-      ({ batches } = await redisCall(batcher.restore(groupOf(area), items, { takeFull, ...(rule && { rule }) }), 'batcher restore'));
+      ({ batches } = await redisCall(call, 'batcher restore'));
     } catch (err) {
+      // Answered after this caller gave up, it may still have run and taken full batches out: they
+      // must be committed, not left in neither Redis nor the database until the reconciliation pass.
+      if (takeFull) call.then((late) => commitFull(area, late.batches)).catch(() => {});
       log.warn({ err, client: area.client, area: area.code, parcels: items.length }, 'parcels not put back in Redis; the reconciliation pass will');
       return;
     }

@@ -9,7 +9,9 @@
 //   (a no-op for those still there), so a lost one counts towards its area's
 //   batch size and its maximum wait again, and a group they make full is
 //   batched at once. One that was in flight to a batch comes back as a stale
-//   entry, which its next take drops (the commit only batches unbatched parcels).
+//   entry, which its next take drops (the commit only batches unbatched parcels);
+//   one withdrawn, moved or batched between the page's read and its put back
+//   is taken out again (its row, read after the put back, says so).
 //   Parcels younger than REGROUP_MIN_AGE_MS are left alone: their intake may
 //   still be adding them (put back under it, its own add would find them
 //   taken and add them again, a stale entry made without any fault). They
@@ -91,6 +93,33 @@ export function createParcelsReconcile(d: {
     return set;
   }
 
+  /**
+   * After a page's put back: a parcel withdrawn, moved or batched since the
+   * page was read may have gone back in after its own removal from the group.
+   * Its row, read again now (after the put back), says so: it leaves the
+   * group this pass put it in. (One settled after this read is removed by its
+   * own step, which comes after its commit, so after the put back.)
+   */
+  async function dropSettled(page: readonly RecentWaitingParcel[]): Promise<void> {
+    const byClient = new Map<string, RecentWaitingParcel[]>();
+    for (const p of page) byClient.set(p.client, [...(byClient.get(p.client) ?? []), p]);
+    for (const [client, parcels] of byClient) {
+      const found = await d.repo.findParcels(
+        client,
+        parcels.map((p) => p.trackingNo),
+      );
+      const rows = new Map(found.map((r) => [r.trackingNo, r]));
+      const settled = new Map<string, string[]>();
+      for (const p of parcels) {
+        const row = rows.get(p.trackingNo);
+        if (row?.status === 'WAITING' && row.areaCode === p.areaCode) continue;
+        const group = groupOf({ client, code: p.areaCode });
+        settled.set(group, [...(settled.get(group) ?? []), p.trackingNo]);
+      }
+      for (const [group, trackingNos] of settled) await d.batcher.remove(group, trackingNos);
+    }
+  }
+
   /** Puts the waiting parcels (back) into their groups, a page at a time, at most `perPass` from where the last pass stopped; returns how many. */
   async function regroupWaiting(): Promise<number> {
     const start = regroupFrom;
@@ -108,6 +137,7 @@ export function createParcelsReconcile(d: {
           byGroup.set(group, [...(byGroup.get(group) ?? []), { item: p.trackingNo, arrivedAt: p.arrivedAt }]);
         }
         for (const [group, items] of byGroup) await d.service.regroup(areaOfGroup(group), items);
+        await dropSettled(page);
       },
     );
     // Stopped by the bound: the next pass goes on after the last one; else it starts from the oldest.

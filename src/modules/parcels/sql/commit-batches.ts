@@ -13,10 +13,13 @@
 // `parcels.batch_id IS NULL` and not WITHDRAWN on each locked parcel of the
 // batch's own client and area (a parcel is in one batch at most, of its own
 // client and area, never in a batch above its area's size, a withdrawn one in
-// none). The area's rule is read as of the statement (a rule changed by a
-// commit after it applies to the next). Lock order: the parcels in (client,
-// tracking number) order (one order for every committer, and for withdraw
-// and move, which lock one: no deadlock), then the new batches and notices.
+// none). The area's row is share-locked where its rule is read: a PUT waits
+// for the commit, and one that committed while the commit waited for its
+// parcels is read as it is now (the statement's snapshot would give the rule
+// before it, a batch above a size already lowered and answered). Lock order:
+// the parcels in (client, tracking number) order (one order for every
+// committer, and for withdraw and move, which lock one: no deadlock), then
+// the areas (shared; a PUT locks only its area), then the new batches and notices.
 // A MANUAL batch may carry the flush's Idempotency-Key (unique: a second
 // batch under one key fails the statement whole, nothing attached). Returns
 // the batches made and the parcels left waiting (each with its area's rule
@@ -128,12 +131,14 @@ function commitBatchesSql(o: {
             row_number() OVER (per_batch ORDER BY w.created_at, w.tracking_no) AS rn
        FROM w WINDOW per_batch AS (PARTITION BY w.batch_id, w.client, w.area_code)
    ), ruled AS (
-     -- The area's rule (its own, else the defaults), by the area's key: one lookup per parcel.
+     -- The area's rule (its own, else the defaults), by the area's key: one lookup per parcel, the row
+     -- share-locked (its latest version, not the snapshot's: the header).
      SELECT counted.*, r.own_size, r.own_wait_ms, r.own_version, COALESCE(r.own_size, ${batchSize}::int) AS size,
             COALESCE(r.own_wait_ms, ${maxWaitMs}::bigint) AS wait_ms
        FROM counted CROSS JOIN LATERAL (
             SELECT areas.batch_size AS own_size, areas.max_wait_seconds::bigint * 1000 AS own_wait_ms, areas.rule_version AS own_version FROM areas
-             WHERE areas.client = counted.client AND areas.code = counted.area_code) r
+             WHERE areas.client = counted.client AND areas.code = counted.area_code
+               FOR SHARE) r
    ), judged AS (
      -- A batch is made only if it still is one (commitBatches' rule), judged on each of its parcels' rows.
      SELECT ruled.*,
