@@ -67,12 +67,12 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
 
   const dispatch: NotificationDispatch = async (ids, options) => {
     if (ids.length === 0) return;
-    // A fresh delivery is not best effort: the relay schedules `nx` and would
-    // find the row's old (dead) job and give the row up. It throws, so the
-    // caller's job runs again and dispatches afresh.
     // The rows' kinds set their jobs' priority (notification-priority.ts): the
     // caller's, or one read by primary key, after the commit like the schedule.
     const kinds = async () => (options?.kind ? new Map(ids.map((id) => [id, options.kind as string])) : repo.kindsOf(ids));
+    // A fresh delivery is not best effort: the relay schedules `nx` and would
+    // find the row's old (dead) job and give the row up. It throws, so the
+    // caller's job runs again and dispatches afresh.
     if (options?.fresh) {
       await scheduleDeliveries(queue, ids, 'replace', await kinds());
       return;
