@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ServiceModule } from '../../../src/core/module.js';
 import { DEFAULT_CLIENT } from '../../../src/core/auth/api-key-input.js';
+import { REMIND_JOB } from '../../../src/modules/appointments/appointments.job-ids.js';
 import { createAppointmentsRepository } from '../../../src/modules/appointments/appointments.repository.js';
 import { deliverJobId } from '../../../src/modules/notifications/notifications.jobs.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -58,17 +59,24 @@ it('a reminder taken back whose fresh dispatch was lost is still delivered', asy
   }, 5_000);
   const q = mod('notifications').queue;
   expect(await waitFor(async () => (await q.get(deliverJobId(n)))?.state === 'dead', 5_000, 20)).toBe(true);
-  expect((await svc.api().patch(`/appointments/${id}`).send({ startsAt: b })).status).toBe(200);
-  expect((await row(n)).status).toBe('CANCELLED');
-  hook.setBehaviour(() => 'ok');
-  // The move back commits and its remind job writes the reminder back, then
-  // the worker dies before the dispatch (DB steps only, as that job would run them).
-  const repo = createAppointmentsRepository(tdb.db);
-  await repo.reschedule(DEFAULT_CLIENT, id, new Date(a), null);
-  expect(await repo.writeReminder(id, Date.parse(a))).toEqual({ id: n, fresh: true });
-  // The remind job comes back (its lease ran out) and does what it does on a redelivery.
-  const appts = mod('appointments') as ServiceModule & { service: { remind(id: string, ms: number): Promise<{ kind: string }> } };
-  expect((await appts.service.remind(id, Date.parse(a))).kind).toBe('already_written');
+  // The service's own remind jobs held back: the steps below play the one that dies.
+  const appointmentsQueue = mod('appointments').queue;
+  await appointmentsQueue.pause(REMIND_JOB);
+  try {
+    expect((await svc.api().patch(`/appointments/${id}`).send({ startsAt: b })).status).toBe(200);
+    expect((await row(n)).status).toBe('CANCELLED');
+    hook.setBehaviour(() => 'ok');
+    // The move back commits and its remind job writes the reminder back, then
+    // the worker dies before the dispatch (DB steps only, as that job would run them).
+    const repo = createAppointmentsRepository(tdb.db);
+    await repo.reschedule(DEFAULT_CLIENT, id, new Date(a), null);
+    expect(await repo.writeReminder(id, Date.parse(a))).toEqual({ id: n, fresh: true });
+    // The remind job comes back (its lease ran out) and does what it does on a redelivery.
+    const appts = mod('appointments') as ServiceModule & { service: { remind(id: string, ms: number): Promise<{ kind: string }> } };
+    expect((await appts.service.remind(id, Date.parse(a))).kind).toBe('already_written');
+  } finally {
+    await appointmentsQueue.resume(REMIND_JOB);
+  }
   const delivered = await waitFor(async () => (await row(n)).status === 'SENT', 3_000, 20);
   console.log('after the redelivered remind job:', (await row(n)).status, 'delivery job:', (await q.get(deliverJobId(n)))?.state);
   // The relay, its safety net, later.
