@@ -9,9 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { EXTEND_PAGE } from '../../../src/modules/orders/orders.deadlines.js';
-import { type NewOrder, createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
+import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
 import { EXPIRE_JOB, REMIND_JOB, createOrdersService, expireJobId } from '../../../src/modules/orders/orders.service.js';
 import { createQueue } from '../../../src/queue/index.js';
+import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { gate } from '../../helpers/queues.js';
 import { redisClient, uniqueQueueName } from '../../helpers/redis.js';
@@ -26,19 +27,6 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const order = (client: string, timeoutSeconds: number, id = randomUUID(), lead: number | null = null): NewOrder => ({
-  id,
-  client,
-  customerId: 'c',
-  currency: 'EUR',
-  totalCents: 100,
-  timeoutSeconds,
-  reminderBeforeSeconds: lead,
-  idempotencyKey: null,
-  requestHash: null,
-  items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }],
-});
-
 describe('orders locked in id order', () => {
   it('lets an expiry batch, an extension and the reminder writer share orders without a deadlock', async () => {
     const repo = createOrdersRepository(tdb.db);
@@ -48,7 +36,7 @@ describe('orders locked in id order', () => {
       // Stored in descending id order: a scan in storage order meets the id order head-on. Half past
       // their deadline (the expiry's), half with their reminder due (the writer's); all in the extension's range.
       const ids = Array.from({ length: 300 }, () => randomUUID()).sort((a, b) => b.localeCompare(a));
-      await repo.insertMany(ids.map((id, i) => (i % 2 ? order(client, 0, id) : order(client, 3, id, 2))));
+      await repo.insertMany(ids.map((id, i) => (i % 2 ? newOrderRow(client, 0, { id }) : newOrderRow(client, 3, { id, lead: 2 }))));
       await new Promise((r) => setTimeout(r, 1_100));
       const range = { from: new Date(Date.now() - 3_600_000), to: new Date(Date.now() + 3_600_000), bySeconds: 60, client };
       const shuffled = [...ids].sort(() => Math.random() - 0.5);
@@ -69,7 +57,7 @@ describe('orders locked in id order', () => {
 
   it('answers an expiry that waited for a deadline move with the moved deadline (not settled)', async () => {
     const repo = createOrdersRepository(tdb.db);
-    const [o] = await repo.insertMany([order('waits', 0)]);
+    const [o] = await repo.insertMany([newOrderRow('waits', 0)]);
     const committing = gate();
     const locked = gate();
     const moving = tdb.db.$transaction(
@@ -99,7 +87,7 @@ describe("an operator's extension in pages", () => {
     const client = 'pages';
     const n = EXTEND_PAGE * 2 + 500;
     const made = [];
-    for (let i = 0; i < n; i += 500) made.push(...(await repo.insertMany(Array.from({ length: Math.min(500, n - i) }, () => order(client, 600)))));
+    for (let i = 0; i < n; i += 500) made.push(...(await repo.insertMany(Array.from({ length: Math.min(500, n - i) }, () => newOrderRow(client, 600)))));
     const queue = createQueue(redis, { name: uniqueQueueName('orders-pages'), types: { [EXPIRE_JOB]: {}, [REMIND_JOB]: {} } });
     const service = createOrdersService({
       repo,

@@ -2,12 +2,13 @@
 // orders it cancelled through notifications_live_payment_reminder_idx; its
 // plan on a table holding a history of settled notifications, and the rows it
 // reaches (every live state: PENDING, FAILED, refused FAILED, SENDING).
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../../src/generated/prisma/client.js';
-import { type NewOrder, createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
+import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
 import { withdrawSettledPaymentRemindersSql, withdrawPaymentRemindersSql } from '../../../src/modules/orders/sql/reminder-withdrawal.js';
+import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
+import { sleep } from '../../helpers/redis.js';
 
 let tdb: TestDb;
 beforeAll(async () => {
@@ -17,29 +18,15 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const order = (client: string, timeoutSeconds: number, lead: number | null): NewOrder => ({
-  id: randomUUID(),
-  client,
-  customerId: 'c',
-  currency: 'EUR',
-  totalCents: 100,
-  timeoutSeconds,
-  reminderBeforeSeconds: lead,
-  idempotencyKey: null,
-  requestHash: null,
-  items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }],
-});
-
 describe('the live payment reminders index', () => {
   it('serves the expiry withdrawal, and reaches every live reminder state', async () => {
     const repo = createOrdersRepository(tdb.db);
     // History: 20 000 orders cancelled by the expiry (one ORDER_CANCELLED row each).
     for (let i = 0; i < 20; i++) {
-      const made = await repo.insertMany(Array.from({ length: 1_000 }, () => order('hist', 0, null)));
+      const made = await repo.insertMany(Array.from({ length: 1_000 }, () => newOrderRow('hist', 0)));
       await repo.expireMany(made.map((o) => o.id));
     }
-    const live = await repo.insertMany(Array.from({ length: 500 }, () => order('live', 3, 2)));
+    const live = await repo.insertMany(Array.from({ length: 500 }, () => newOrderRow('live', 3, { lead: 2 })));
     await sleep(1_100);
     await repo.remindMany(live.map((o) => o.id));
     await tdb.db.$executeRawUnsafe('ANALYZE notifications');
