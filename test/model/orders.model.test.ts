@@ -69,6 +69,7 @@ import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainst
 import type { Model } from './orders/model.js';
 import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
 import { Read } from './orders/read.step.js';
+import { ReminderWrittenWhileExpiryWaits } from './orders/reminder-race.step.js';
 import { Retention } from './orders/retention.step.js';
 import { settleAndCheck } from './orders/settle-and-check.js';
 import { type Step, runSuite } from './runner.js';
@@ -138,6 +139,8 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: client.map((c) => new MoveAwayAndBack(c)) },
   // Settled before the reminder's time: its job still fires then and must write nothing.
   { weight: 1, arbitrary: fc.tuple(client, fc.constantFrom<'pay' | 'cancel'>('pay', 'cancel')).map(([c, how]) => new SettleBeforeReminder(c, how)) },
+  // A reminder committed while the expiry waits for the order: the expiry's statement cannot see it, yet withdraws it.
+  { weight: 1, arbitrary: client.map((c) => new ReminderWrittenWhileExpiryWaits(c)) },
   // The clocks apart for a while: each worker host's off by seconds either
   // way (or right), an order made meanwhile, and Redis's clock stepped ahead
   // past its deadline (the expiries due within the step run now).

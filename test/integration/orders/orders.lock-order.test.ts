@@ -3,7 +3,9 @@
 // in id order (rows stored in the opposite order, so a statement locking in
 // its scan's order would meet the others head-on: a deadlock); an expiry
 // batch that waited for a deadline move answers the moved deadline, not
-// "settled"; and an extension of more orders than a page extends each once.
+// "settled"; the expiry withdraws a payment reminder committed while it
+// waited for the order, or left live by a batch that died before its
+// follow-up; and an extension of more orders than a page extends each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
@@ -12,10 +14,12 @@ import { EXTEND_PAGE } from '../../../src/modules/orders/orders.deadlines.js';
 import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
 import { EXPIRE_JOB, REMIND_JOB, createOrdersService, expireJobId } from '../../../src/modules/orders/orders.service.js';
 import { createQueue } from '../../../src/queue/index.js';
+import type { Db } from '../../../src/core/db.js';
+import { writePaymentReminders } from '../../../src/modules/orders/sql/write-payment-reminders.js';
 import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { gate } from '../../helpers/queues.js';
-import { redisClient, uniqueQueueName } from '../../helpers/redis.js';
+import { redisClient, sleep, uniqueQueueName } from '../../helpers/redis.js';
 
 let tdb: TestDb;
 const redis = redisClient('orders-lock-order');
@@ -78,6 +82,46 @@ describe('orders locked in id order', () => {
     expect(out?.kind).toBe('not_due');
     expect(out?.kind === 'not_due' && out.inMs).toBeGreaterThan(4_000);
     expect((await tdb.db.order.findUniqueOrThrow({ where: { id: o!.id } })).status).toBe('UNPAID');
+  });
+});
+
+describe('the expiry and a payment reminder written meanwhile', () => {
+  it('withdraws a reminder its writer committed while the expiry waited for the order', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    const [o] = await repo.insertMany([newOrderRow('meanwhile', 2, { lead: 1 })]);
+    await sleep(1_100);
+    const committing = gate();
+    const written = gate();
+    const writing = tdb.db.$transaction(
+      async (tx) => {
+        const out = (await writePaymentReminders(tx as unknown as Db, [o!.id])).get(o!.id);
+        expect(out?.kind).toBe('written');
+        written.open();
+        await committing.promise;
+      },
+      { timeout: 20_000 },
+    );
+    await written.promise;
+    await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
+    const expiring = repo.expireMany([o!.id]);
+    await sleep(300);
+    committing.open();
+    await writing;
+    expect((await expiring).get(o!.id)?.kind).toBe('cancelled');
+    const rows = await tdb.db.notification.findMany({ where: { orderId: o!.id, kind: 'ORDER_PAYMENT_REMINDER' } });
+    expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
+  });
+
+  it('withdraws, when run again, the reminder of an order it cancelled before it died', async () => {
+    const repo = createOrdersRepository(tdb.db);
+    const [o] = await repo.insertMany([newOrderRow('died', 2, { lead: 1 })]);
+    await sleep(1_100);
+    expect((await repo.remindMany([o!.id])).get(o!.id)?.kind).toBe('written');
+    // What a batch that died after its cancel and before its follow-up left: cancelled, the reminder live.
+    await tdb.db.$executeRaw`UPDATE orders SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = 'PAYMENT_TIMEOUT' WHERE id = ${o!.id}::uuid`;
+    expect((await repo.expireMany([o!.id])).get(o!.id)?.kind).toBe('settled');
+    const rows = await tdb.db.notification.findMany({ where: { orderId: o!.id, kind: 'ORDER_PAYMENT_REMINDER' } });
+    expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
   });
 });
 

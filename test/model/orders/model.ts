@@ -22,6 +22,7 @@ export type Seen = {
     dedupeKey: string;
     /** Why it was withdrawn or failed (the reminder rules tell a move's withdrawal apart). */
     lastError?: string | null;
+    withdrawnAt?: Date | null;
     createdAt: Date;
     sendingAt: Date | null;
   }[];

@@ -2,9 +2,10 @@
 // settled: at most one reminder per deadline the order had, each written
 // between that deadline's reminder time and the deadline itself (by the
 // database clock, within EPS_MS); none written after the order was paid or
-// cancelled, and none taken by the receiver from a call that started well
-// after that (the pay or cancel withdraws one still waiting: only a call
-// already running then may go through); and an order left unpaid through its
+// cancelled, none left undelivered and not withdrawn once it is, and none
+// taken by the receiver from a call that started well after that (the pay
+// or cancel withdraws one still waiting: only a call already running then
+// may go through); and an order left unpaid through its
 // last deadline, with no fault near, was reminded for it: its reminder of
 // that deadline not left withdrawn by a move (a deadline moved away and back
 // takes it back; one the timeout withdrew before its call is excused).
@@ -52,6 +53,8 @@ export function reminderProblems(
     if (o.leadMs !== null && at < deadline - o.leadMs - EPS_MS) found.push(`${of}: reminder ${n.id} written ${deadline - o.leadMs - at} ms before its time`);
     if (at > deadline + EPS_MS) found.push(`${of}: reminder ${n.id} written ${at - deadline} ms after its deadline`);
     if (settledAt !== null && at > settledAt) found.push(`${of}: reminder ${n.id} written ${at - settledAt} ms after the order was ${row.status}`);
+    if (row.status !== 'UNPAID' && ['PENDING', 'FAILED', 'SENDING'].includes(n.status) && !n.withdrawnAt)
+      found.push(`${of}: reminder ${n.id} still ${n.status}, not withdrawn, with the order ${row.status}`);
   }
   // A call running when the pay or cancel withdrew the reminder may go through; one that starts later may
   // not. The commit's moment is not recorded (now() is its transaction's start), so judged with a margin:

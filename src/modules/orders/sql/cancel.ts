@@ -21,14 +21,16 @@
 // batch that waited for a deadline move judges the moved deadline (not yet
 // due: it defers itself to it, even if the move's reschedule missed Redis).
 // The pass takes its page with SKIP LOCKED: it never waits for an order's
-// lock, so its order cannot close a cycle. In the same transaction, after
-// it, the cancelled orders' undelivered payment reminders are withdrawn
-// (reminder-withdrawal.ts).
+// lock, so its order cannot close a cycle. The cancelled orders' undelivered
+// payment reminders are withdrawn (reminder-withdrawal.ts): the customer's
+// cancel and the pass in the same transaction, after it; the expiry in its
+// own statement, with a follow-up for what that statement could not see
+// (expireOrders).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { dedupeKeySql, deliveryInsertSql } from '../../../core/delivery/index.js';
 import type { CancelReason, OrderStatus } from './order-row.js';
-import { withdrawPaymentRemindersSql, withdrawSettledPaymentRemindersSql } from './reminder-withdrawal.js';
+import { withdrawPaymentRemindersSql, withdrawSettledPaymentRemindersOfSql, withdrawSettledPaymentRemindersSql } from './reminder-withdrawal.js';
 
 const WITHDRAWN_AT_CANCEL = 'order cancelled before its payment reminder was delivered';
 
@@ -81,43 +83,57 @@ export type ExpiryOutcome = { kind: 'cancelled'; notificationId: string | null }
 export function expireManySql(ids: readonly string[]): Prisma.Sql {
   // l: the batch's UNPAID orders locked in id order, as they are once locked
   // (a row changed by a transaction the lock waited for is read as it committed:
-  // paid or cancelled meanwhile, it is not in l; moved, l holds its new deadline).
+  // paid or cancelled meanwhile, it is not in l; moved, l holds its new deadline),
+  // with the xmin of that version.
   const locked = Prisma.sql`l AS (
-      SELECT id, expires_at FROM orders
+      SELECT id, expires_at, xmin AS v FROM orders
        WHERE id = ANY(${[...ids]}::uuid[]) AND status::text = 'UNPAID'
        ORDER BY id
          FOR UPDATE
     ),`;
   return Prisma.sql`
-    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM l) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)}
-    -- An order not in l was settled (paid, cancelled) or is unknown.
+    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM l) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)},
+    w AS (${withdrawSettledPaymentRemindersOfSql(Prisma.sql`(SELECT id, NULL::text AS kept_key FROM c) s`, WITHDRAWN_AT_CANCEL)})
+    -- An order not in l was settled (paid, cancelled) or is unknown. seen: the order as this statement's
+    -- snapshot holds it; another xmin once locked means a writer committed while the lock waited.
     SELECT l.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, 'UNPAID' AS status,
-           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms
-      FROM l LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
+           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms,
+           c.id IS NOT NULL AND seen.xmin IS DISTINCT FROM l.v AS changed
+      FROM l LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id LEFT JOIN orders seen ON seen.id = c.id`;
 }
 
 /**
- * The expiry of many orders in one statement; an answer for every id asked:
- * cancelled (with its notification), still inside its window (for how many
- * ms), or settled (paid, cancelled already, or unknown).
+ * The expiry of many orders; an answer for every id asked: cancelled (with
+ * its notification), still inside its window (for how many ms), or settled
+ * (paid, cancelled already, or unknown).
+ *
+ * One statement cancels and withdraws the payment reminders its snapshot
+ * holds. A reminder committed while it waited for an order's lock is not in
+ * that snapshot: its writer marks the order row (write-payment-reminders.ts),
+ * the order comes back `changed`, and a second statement withdraws the
+ * reminders of those orders, and of the orders found settled (a batch that
+ * cancelled and died before that statement is run again: its orders are then
+ * settled), before the caller acks. Neither statement holds a transaction open.
  */
 export async function expireOrders(db: Db, ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.$transaction(async (tx) => {
-    const expired = await tx.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number }[]>(
-      expireManySql(ids),
-    );
-    const cancelled = expired.flatMap((r) => (r.cancelled ? [r.id] : []));
-    if (cancelled.length > 0) await tx.$executeRaw(withdrawSettledPaymentRemindersSql(cancelled, WITHDRAWN_AT_CANCEL));
-    return expired;
-  });
+  const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number; changed: boolean }[]>(
+    expireManySql(ids),
+  );
   const out = new Map<string, ExpiryOutcome>();
+  const again: string[] = [];
   for (const r of rows) {
     if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
     else if (r.status === 'UNPAID' && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
     else out.set(r.id, { kind: 'settled' });
+    if (r.changed) again.push(r.id);
   }
-  for (const id of ids) if (!out.has(id)) out.set(id, { kind: 'settled' });
+  for (const id of ids)
+    if (!out.has(id)) {
+      out.set(id, { kind: 'settled' });
+      again.push(id);
+    }
+  if (again.length > 0) await db.$executeRaw(withdrawSettledPaymentRemindersSql(again, WITHDRAWN_AT_CANCEL));
   return out;
 }
 

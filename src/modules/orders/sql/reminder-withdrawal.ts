@@ -28,12 +28,17 @@ export function withdrawPaymentRemindersSql(target: Prisma.Sql, reason: string):
   });
 }
 
-/** The withdrawal of every undelivered payment reminder of `ids`, orders this transaction just settled (no deadline kept): by the live reminders' partial index, no order read. */
+/**
+ * The withdrawal of every undelivered payment reminder of the orders in
+ * `settled`, orders no longer UNPAID (no deadline kept): a FROM item aliased
+ * `s` with columns `id` and `kept_key` (NULL). By the live reminders' partial
+ * index, no order read.
+ */
+export function withdrawSettledPaymentRemindersOfSql(settled: Prisma.Sql, reason: string): Prisma.Sql {
+  return withdrawSql({ kind: 'ORDER_PAYMENT_REMINDER', subject: 'order_id', from: settled, reason });
+}
+
+/** The same for orders named by id. */
 export function withdrawSettledPaymentRemindersSql(ids: readonly string[], reason: string): Prisma.Sql {
-  return withdrawSql({
-    kind: 'ORDER_PAYMENT_REMINDER',
-    subject: 'order_id',
-    from: Prisma.sql`(SELECT unnest(${[...ids]}::uuid[]) AS id, NULL::text AS kept_key) s`,
-    reason,
-  });
+  return withdrawSettledPaymentRemindersOfSql(Prisma.sql`(SELECT unnest(${[...ids]}::uuid[]) AS id, NULL::text AS kept_key) s`, reason);
 }

@@ -21,9 +21,14 @@
 // Lock order: the orders in id order (FOR UPDATE: a pay or cancel racing it
 // either commits first, and the order is skipped, or waits, and its own
 // withdrawal then sees the reminder), then the new or taken-back rows.
+// Each order it writes for is marked by a no-op update (`mark`): the row's
+// new version tells an expiry that waited for its lock that a reminder
+// committed after the expiry's snapshot (cancel.ts, expireOrders).
 // Returns, for every id asked: the reminder's id when written or taken back
-// for a delivery to schedule (`fresh`), or how long until its time (still
-// UNPAID, not yet due, by the snapshot), or neither.
+// for a delivery to schedule (`fresh`), or when found live and PENDING for
+// the current deadline (a rerun of a job that died before its dispatch), or
+// how long until its time (still UNPAID, not yet due, by the snapshot), or
+// neither.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import { type WrittenOrTakenBack, dedupeKeySql, deliveryInsertSql, liveSql, takeBackOnConflictSql } from '../../../core/delivery/index.js';
@@ -41,12 +46,20 @@ const REMINDER = deliveryInsertSql({
                                          'expiresAt', to_char(o.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
 });
 
-/** What the reminder job of one order found: written, not yet due (for `inMs`), or nothing to write (settled, none, past its deadline, written already). */
-export type ReminderOutcome = { kind: 'written'; notificationId: string } | { kind: 'not_due'; inMs: number } | { kind: 'none' };
+/**
+ * What the reminder job of one order found: written; written before and still
+ * PENDING (its job run again after dying between the write and the dispatch:
+ * to be handed over again); not yet due (for `inMs`); or nothing to write
+ * (settled, none, past its deadline, on its way or delivered already).
+ */
+export type ReminderOutcome =
+  { kind: 'written'; notificationId: string } | { kind: 'pending'; notificationId: string } | { kind: 'not_due'; inMs: number } | { kind: 'none' };
 
 export async function writePaymentReminders(db: Db, ids: readonly string[]): Promise<Map<string, ReminderOutcome>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.$queryRaw<{ id: string; notification_id: WrittenOrTakenBack['id'] | null; fresh: boolean | null; ms: number | null }[]>`
+  const rows = await db.$queryRaw<
+    { id: string; notification_id: WrittenOrTakenBack['id'] | null; fresh: boolean | null; pending_id: string | null; ms: number | null }[]
+  >`
     WITH due AS (
       -- Through an expression no index holds: found by their ids whatever the statistics say.
       SELECT id, client, customer_id, total_cents, currency, expires_at FROM orders
@@ -59,16 +72,21 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
     ), n AS (
       ${REMINDER}
       ${takeBackOnConflictSql}
+    ), mark AS (
+      UPDATE orders o SET payment_remind_at = o.payment_remind_at FROM w WHERE o.id = w.id
     )
-    SELECT x.id::text AS id, n.id AS notification_id, n.fresh,
+    SELECT x.id::text AS id, n.id AS notification_id, n.fresh, p.id::text AS pending_id,
            CASE WHEN x.status = 'UNPAID' AND x.payment_remind_at > now()
                 THEN ceil(extract(epoch FROM x.payment_remind_at - now()) * 1000)::int END AS ms
       FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = ${keyOf(Prisma.sql`w`)}
+      LEFT JOIN due d ON d.id = x.id AND w.id IS NULL
+      LEFT JOIN notifications p ON p.dedupe_key = ${keyOf(Prisma.sql`d`)} AND p.status = 'PENDING' AND p.withdrawn_at IS NULL
      WHERE x.id = ANY(${[...ids]}::uuid[])`;
   const out = new Map<string, ReminderOutcome>();
   for (const r of rows) {
     // Taken back still SENDING (its withdrawal lifted): its running delivery is its own, nothing to schedule.
     if (r.notification_id && r.fresh) out.set(r.id, { kind: 'written', notificationId: r.notification_id });
+    else if (r.pending_id) out.set(r.id, { kind: 'pending', notificationId: r.pending_id });
     else if (r.ms !== null && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
     else out.set(r.id, { kind: 'none' });
   }
