@@ -680,10 +680,10 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: 'OD14',
-    rule: 'the expiry withdraws, in its follow-up, the reminders of the orders that changed under its lock and of those it found settled',
+    rule: 'the expiry cancels only an order its statement saw as it locked it (one changed meanwhile waits for the next statement)',
     file: 'src/modules/orders/sql/cancel.ts',
-    find: 'if (again.length > 0) await db.$executeRaw',
-    replace: 'if (again.length < 0) await db.$executeRaw',
+    find: 'SELECT l.id FROM l JOIN orders seen ON seen.id = l.id AND seen.xmin = l.v',
+    replace: 'SELECT l.id FROM l',
     model: ['orders'],
     integration: ['orders.lock-order'],
     required: false,

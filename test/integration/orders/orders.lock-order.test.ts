@@ -4,8 +4,8 @@
 // its scan's order would meet the others head-on: a deadlock); an expiry
 // batch that waited for a deadline move answers the moved deadline, not
 // "settled"; the expiry withdraws a payment reminder committed while it
-// waited for the order, or left live by a batch that died before its
-// follow-up; and an extension of more orders than a page extends each once.
+// waited for the order, never cancelling the order in a statement that
+// could not see that reminder; and an extension of more orders than a page extends each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
@@ -15,6 +15,7 @@ import { createOrdersRepository } from '../../../src/modules/orders/orders.repos
 import { EXPIRE_JOB, REMIND_JOB, createOrdersService, expireJobId } from '../../../src/modules/orders/orders.service.js';
 import { createQueue } from '../../../src/queue/index.js';
 import type { Db } from '../../../src/core/db.js';
+import { expireManySql } from '../../../src/modules/orders/sql/cancel.js';
 import { writePaymentReminders } from '../../../src/modules/orders/sql/write-payment-reminders.js';
 import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -112,14 +113,32 @@ describe('the expiry and a payment reminder written meanwhile', () => {
     expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
   });
 
-  it('withdraws, when run again, the reminder of an order it cancelled before it died', async () => {
+  it('never cancels, in the statement that could not see the reminder, the order it waited for', async () => {
     const repo = createOrdersRepository(tdb.db);
-    const [o] = await repo.insertMany([newOrderRow('died', 2, { lead: 1 })]);
+    const [o] = await repo.insertMany([newOrderRow('unseen', 2, { lead: 1 })]);
     await sleep(1_100);
-    expect((await repo.remindMany([o!.id])).get(o!.id)?.kind).toBe('written');
-    // What a batch that died after its cancel and before its follow-up left: cancelled, the reminder live.
-    await tdb.db.$executeRaw`UPDATE orders SET status = 'CANCELLED', cancelled_at = now(), cancel_reason = 'PAYMENT_TIMEOUT' WHERE id = ${o!.id}::uuid`;
-    expect((await repo.expireMany([o!.id])).get(o!.id)?.kind).toBe('settled');
+    const committing = gate();
+    const written = gate();
+    const writing = tdb.db.$transaction(
+      async (tx) => {
+        expect((await writePaymentReminders(tx as unknown as Db, [o!.id])).get(o!.id)?.kind).toBe('written');
+        written.open();
+        await committing.promise;
+      },
+      { timeout: 20_000 },
+    );
+    await written.promise;
+    await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
+    // The statement alone, as one round of the expiry runs it.
+    // Started now (a Prisma query runs only once it is awaited or then'd).
+    const expiring = tdb.db.$queryRaw<{ cancelled: boolean; changed: boolean; ms: number }[]>(expireManySql([o!.id])).then((rows) => rows);
+    await sleep(300);
+    committing.open();
+    await writing;
+    expect((await expiring).map((r) => [r.cancelled, r.changed, r.ms])).toEqual([[false, true, 0]]);
+    expect((await tdb.db.order.findUniqueOrThrow({ where: { id: o!.id } })).status).toBe('UNPAID');
+    // The next round: cancelled with its reminder, in one statement.
+    expect((await repo.expireMany([o!.id])).get(o!.id)?.kind).toBe('cancelled');
     const rows = await tdb.db.notification.findMany({ where: { orderId: o!.id, kind: 'ORDER_PAYMENT_REMINDER' } });
     expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
   });

@@ -1,5 +1,5 @@
-// The expiry's withdrawal (in its statement and its follow-up) finds the live
-// payment reminders of the orders it cancelled through
+// The expiry's withdrawal (in its statement) and the reconciliation pass's
+// find the live payment reminders of the orders they cancelled through
 // notifications_live_payment_reminder_idx; its
 // plan on a table holding a history of settled notifications, and the rows it
 // reaches (every live state: PENDING, FAILED, refused FAILED, SENDING).
@@ -37,7 +37,7 @@ describe('the live payment reminders index', () => {
     const plans: string[] = [];
     for (const [name, sql] of [
       ['expiry (its statement)', expireManySql(ids)],
-      ['settled (the expiry follow-up)', withdrawSettledPaymentRemindersSql(ids, 'x')],
+      ['settled (the reconciliation pass)', withdrawSettledPaymentRemindersSql(ids, 'x')],
       ['settled, 1 id', withdrawSettledPaymentRemindersSql(ids.slice(0, 1), 'x')],
       ['by orders (pay, cancel, move)', withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${ids}::uuid[])`, 'x')],
     ] as const) {

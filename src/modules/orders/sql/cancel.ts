@@ -24,7 +24,7 @@
 // lock, so its order cannot close a cycle. The cancelled orders' undelivered
 // payment reminders are withdrawn (reminder-withdrawal.ts): the customer's
 // cancel and the pass in the same transaction, after it; the expiry in its
-// own statement, with a follow-up for what that statement could not see
+// one statement, which leaves an order changed while it waited to the next
 // (expireOrders).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
@@ -84,23 +84,31 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
   // l: the batch's UNPAID orders locked in id order, as they are once locked
   // (a row changed by a transaction the lock waited for is read as it committed:
   // paid or cancelled meanwhile, it is not in l; moved, l holds its new deadline),
-  // with the xmin of that version.
+  // with the xmin of that version. u: those this statement's snapshot holds as
+  // locked (the same xmin): only they may be cancelled here; the others changed
+  // while the lock waited (a reminder may have been committed: not in this
+  // snapshot, the withdrawal w could not reach it).
   const locked = Prisma.sql`l AS (
       SELECT id, expires_at, xmin AS v FROM orders
        WHERE id = ANY(${[...ids]}::uuid[]) AND status::text = 'UNPAID'
        ORDER BY id
          FOR UPDATE
+    ), u AS (
+      SELECT l.id FROM l JOIN orders seen ON seen.id = l.id AND seen.xmin = l.v
     ),`;
   return Prisma.sql`
-    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM l) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)},
+    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM u) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)},
     w AS (${withdrawSettledPaymentRemindersOfSql(Prisma.sql`(SELECT id, NULL::text AS kept_key FROM c) s`, WITHDRAWN_AT_CANCEL)})
-    -- An order not in l was settled (paid, cancelled) or is unknown. seen: the order as this statement's
-    -- snapshot holds it; another xmin once locked means a writer committed while the lock waited.
+    -- An order not in l was settled (paid, cancelled) or is unknown.
     SELECT l.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, 'UNPAID' AS status,
-           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms,
-           c.id IS NOT NULL AND seen.xmin IS DISTINCT FROM l.v AS changed
-      FROM l LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id LEFT JOIN orders seen ON seen.id = c.id`;
+           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms, u.id IS NULL AS changed
+      FROM l LEFT JOIN u ON u.id = l.id LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
 }
+
+/** How many times an order that changed under the expiry's lock is taken again at once, before it is deferred. */
+const CHANGED_ROUNDS = 3;
+/** How long such an order is deferred after those rounds (a writer keeps changing it). */
+const CHANGED_DEFER_MS = 100;
 
 /**
  * The expiry of many orders; an answer for every id asked: cancelled (with
@@ -108,32 +116,31 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
  * (paid, cancelled already, or unknown).
  *
  * One statement cancels and withdraws the payment reminders its snapshot
- * holds. A reminder committed while it waited for an order's lock is not in
- * that snapshot: its writer marks the order row (write-payment-reminders.ts),
- * the order comes back `changed`, and a second statement withdraws the
- * reminders of those orders, and of the orders found settled (a batch that
- * cancelled and died before that statement is run again: its orders are then
- * settled), before the caller acks. Neither statement holds a transaction open.
+ * holds, so a reminder is never live once its order's cancel has committed.
+ * A reminder committed while the statement waited for an order's lock is not
+ * in its snapshot: its writer marks the order row (write-payment-reminders.ts),
+ * the statement leaves that order alone (`changed`), and the next statement,
+ * with a snapshot taken after that commit, cancels it with its reminder.
+ * No transaction is held open.
  */
 export async function expireOrders(db: Db, ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number; changed: boolean }[]>(
-    expireManySql(ids),
-  );
   const out = new Map<string, ExpiryOutcome>();
-  const again: string[] = [];
-  for (const r of rows) {
-    if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
-    else if (r.status === 'UNPAID' && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
-    else out.set(r.id, { kind: 'settled' });
-    if (r.changed) again.push(r.id);
-  }
-  for (const id of ids)
-    if (!out.has(id)) {
-      out.set(id, { kind: 'settled' });
-      again.push(id);
+  let todo = ids;
+  for (let round = 0; todo.length > 0 && round < CHANGED_ROUNDS; round++) {
+    const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number; changed: boolean }[]>(
+      expireManySql(todo),
+    );
+    const again = new Set<string>();
+    for (const r of rows) {
+      if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
+      else if (r.status === 'UNPAID' && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
+      else if (r.changed) again.add(r.id);
+      else out.set(r.id, { kind: 'settled' });
     }
-  if (again.length > 0) await db.$executeRaw(withdrawSettledPaymentRemindersSql(again, WITHDRAWN_AT_CANCEL));
+    for (const id of todo) if (!out.has(id) && !again.has(id)) out.set(id, { kind: 'settled' });
+    todo = [...again];
+  }
+  for (const id of todo) out.set(id, { kind: 'not_due', inMs: CHANGED_DEFER_MS });
   return out;
 }
 
