@@ -55,7 +55,8 @@ export type JobContext = {
  * run again later without counting a failure. `retryAt` is a time on Redis's
  * clock (ms since epoch; the job lands there exactly: a periodic job's next
  * occurrence); `retryInMs` a delay from when Redis takes it back (a business
- * deadline the database says is that far away).
+ * deadline the database says is that far away, or a short wait for a row a
+ * writer keeps changing).
  */
 export type JobOutcome = { readonly retryAt: number } | { readonly retryInMs: number };
 

@@ -8,7 +8,9 @@
 // lock when the change started (and commits while the change waits for it) is
 // seen here; a CTE of the changing statement would miss that row and leave it
 // to be delivered for something given up. Writers coming after the change
-// wait for the subject's lock, then find it gone.
+// wait for the subject's lock, then find it gone. A CTE is enough only for a
+// change that leaves alone the subjects a writer touched while it waited (the
+// orders' expiry: the writer marks the order, sql/cancel.ts).
 //
 // Guard: rows of `kind` of the subjects in `from`, not withdrawn yet, still
 // PENDING, FAILED or SENDING, other than the one `from` says is still held.

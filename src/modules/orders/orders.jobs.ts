@@ -1,9 +1,11 @@
 // The expiry jobs of orders, handled in batches: one statement cancels every
-// due order of the batch (sql/cancel.ts expireOrders); and their payment
-// reminder jobs, likewise (sql/write-payment-reminders.ts). Idempotent: a
-// second delivery finds its order settled, or its reminder written, and
-// changes nothing. A job that finds its time not yet come by the database
-// (its deadline moved later, or the clocks apart) comes back then.
+// due order of the batch (sql/cancel.ts expireOrders; an order changed under
+// its lock is left to a second or third); and their payment reminder jobs,
+// likewise (sql/write-payment-reminders.ts). Idempotent: a second delivery
+// finds its order settled, or its reminder written, and changes nothing. A
+// job that finds its time not yet come by the database (its deadline moved
+// later, or the clocks apart) comes back then; one whose order kept changing
+// under the expiry's lock comes back in 100 ms.
 // (The periodic reconciliation pass is in orders.reconcile.ts.)
 import { NonRetryableError, type AnyJobHandler, type BatchOutcome } from '../../queue/index.js';
 import type { Logger } from '../../core/logger.js';

@@ -135,7 +135,7 @@ export function createOrdersService(d: OrdersServiceDeps) {
     },
 
     /**
-     * The expiry jobs of many orders in one statement: each cancelled if still
+     * The expiry jobs of many orders in one statement (expireOrders): each cancelled if still
      * unpaid and past its deadline by the database clock; the cancellations'
      * notifications handed to delivery together. An outcome per order id.
      */

@@ -76,7 +76,7 @@ export async function cancelOrder(db: Db, client: string, id: string): Promise<{
   return r ? { notificationId: r.notification_id } : null;
 }
 
-/** What an expiry did to one order; not_due: still inside its window by the database clock, for `inMs` more. */
+/** What an expiry did to one order; not_due: still inside its window by the database clock, for `inMs` more (or changed under the expiry's lock in every round: to be taken again in `inMs`). */
 export type ExpiryOutcome = { kind: 'cancelled'; notificationId: string | null } | { kind: 'settled' } | { kind: 'not_due'; inMs: number };
 
 /** expireOrders' statement (exported for the test of its plan). */
@@ -105,15 +105,16 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
       FROM l LEFT JOIN u ON u.id = l.id LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
 }
 
-/** How many times an order that changed under the expiry's lock is taken again at once, before it is deferred. */
+/** How many statements an expiry runs at most (the first, and again at once for orders changed under its lock), before it defers those. */
 const CHANGED_ROUNDS = 3;
 /** How long such an order is deferred after those rounds (a writer keeps changing it). */
 const CHANGED_DEFER_MS = 100;
 
 /**
  * The expiry of many orders; an answer for every id asked: cancelled (with
- * its notification), still inside its window (for how many ms), or settled
- * (paid, cancelled already, or unknown).
+ * its notification), still inside its window (for how many ms; or changed in
+ * every round: in CHANGED_DEFER_MS), or settled (paid, cancelled already, or
+ * unknown).
  *
  * One statement cancels and withdraws the payment reminders its snapshot
  * holds, so a reminder is never live once its order's cancel has committed.

@@ -9,6 +9,8 @@
 // reminder its writer committed while the change waited for the order's lock
 // is seen here (a CTE of the changing statement would miss it, and the nudge
 // would go out for a paid order, or with a deadline the order no longer has).
+// The expiry alone withdraws in a CTE of its one statement: it leaves an
+// order changed under its lock to its next statement (cancel.ts).
 // Guard: the orders of `target`; their rows PENDING, FAILED or SENDING, not
 // withdrawn, other than the current deadline's of an UNPAID order
 // (withdraw.ts: a running call decides its own end). Lock order: the orders
