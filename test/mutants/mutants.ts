@@ -669,16 +669,6 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
-    id: 'OD15',
-    rule: 'a payment reminder found PENDING by its job run again (the dispatch lost) is handed over afresh',
-    file: 'src/modules/orders/orders.deadlines.ts',
-    find: "r.kind === 'written' || r.kind === 'pending' ? [r.notificationId]",
-    replace: "r.kind === 'written' ? [r.notificationId]",
-    model: [],
-    integration: ['orders.payment-reminder-take-back'],
-    required: false,
-  },
-  {
     id: 'OD14',
     rule: 'the expiry cancels only an order its statement saw as it locked it (one changed meanwhile waits for the next statement)',
     file: 'src/modules/orders/sql/cancel.ts',
@@ -686,6 +676,16 @@ export const MUTANTS: readonly Mutant[] = [
     replace: 'SELECT l.id FROM l',
     model: ['orders'],
     integration: ['orders.lock-order'],
+    required: false,
+  },
+  {
+    id: 'OD15',
+    rule: 'a payment reminder found PENDING by its job run again (the dispatch lost) is handed over afresh',
+    file: 'src/modules/orders/orders.deadlines.ts',
+    find: "r.kind === 'written' || r.kind === 'pending' ? [r.notificationId]",
+    replace: "r.kind === 'written' ? [r.notificationId]",
+    model: [],
+    integration: ['orders.payment-reminder-take-back'],
     required: false,
   },
   {

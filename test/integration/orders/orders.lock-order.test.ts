@@ -5,7 +5,8 @@
 // batch that waited for a deadline move answers the moved deadline, not
 // "settled"; the expiry withdraws a payment reminder committed while it
 // waited for the order, never cancelling the order in a statement that
-// could not see that reminder; and an extension of more orders than a page extends each once.
+// could not see that reminder; and an extension of more orders than a page
+// extends each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
@@ -86,61 +87,56 @@ describe('orders locked in id order', () => {
   });
 });
 
+/**
+ * An order past its deadline whose payment reminder a writer (in a held
+ * transaction) committed 300 ms after `expire` started and waited for the
+ * order's lock; returns the order's id and what `expire` answered.
+ */
+async function reminderCommittedWhileExpiring<T>(client: string, expire: (id: string) => Promise<T>): Promise<{ id: string; expired: T }> {
+  const [o] = await createOrdersRepository(tdb.db).insertMany([newOrderRow(client, 2, { lead: 1 })]);
+  await sleep(1_100);
+  const committing = gate();
+  const written = gate();
+  const writing = tdb.db.$transaction(
+    async (tx) => {
+      expect((await writePaymentReminders(tx as unknown as Db, [o!.id])).get(o!.id)?.kind).toBe('written');
+      written.open();
+      await committing.promise;
+    },
+    { timeout: 20_000 },
+  );
+  await written.promise;
+  await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
+  const expiring = expire(o!.id);
+  await sleep(300);
+  committing.open();
+  await writing;
+  return { id: o!.id, expired: await expiring };
+}
+
+/** The order's payment reminders as [status, withdrawn]. */
+const reminderStates = async (orderId: string) =>
+  (await tdb.db.notification.findMany({ where: { orderId, kind: 'ORDER_PAYMENT_REMINDER' } })).map((n) => [n.status, n.withdrawnAt !== null]);
+
 describe('the expiry and a payment reminder written meanwhile', () => {
   it('withdraws a reminder its writer committed while the expiry waited for the order', async () => {
     const repo = createOrdersRepository(tdb.db);
-    const [o] = await repo.insertMany([newOrderRow('meanwhile', 2, { lead: 1 })]);
-    await sleep(1_100);
-    const committing = gate();
-    const written = gate();
-    const writing = tdb.db.$transaction(
-      async (tx) => {
-        const out = (await writePaymentReminders(tx as unknown as Db, [o!.id])).get(o!.id);
-        expect(out?.kind).toBe('written');
-        written.open();
-        await committing.promise;
-      },
-      { timeout: 20_000 },
-    );
-    await written.promise;
-    await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
-    const expiring = repo.expireMany([o!.id]);
-    await sleep(300);
-    committing.open();
-    await writing;
-    expect((await expiring).get(o!.id)?.kind).toBe('cancelled');
-    const rows = await tdb.db.notification.findMany({ where: { orderId: o!.id, kind: 'ORDER_PAYMENT_REMINDER' } });
-    expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
+    const { id, expired } = await reminderCommittedWhileExpiring('meanwhile', (x) => repo.expireMany([x]));
+    expect(expired.get(id)?.kind).toBe('cancelled');
+    expect(await reminderStates(id)).toEqual([['CANCELLED', true]]);
   });
 
   it('never cancels, in the statement that could not see the reminder, the order it waited for', async () => {
     const repo = createOrdersRepository(tdb.db);
-    const [o] = await repo.insertMany([newOrderRow('unseen', 2, { lead: 1 })]);
-    await sleep(1_100);
-    const committing = gate();
-    const written = gate();
-    const writing = tdb.db.$transaction(
-      async (tx) => {
-        expect((await writePaymentReminders(tx as unknown as Db, [o!.id])).get(o!.id)?.kind).toBe('written');
-        written.open();
-        await committing.promise;
-      },
-      { timeout: 20_000 },
+    // The statement alone, as one round of the expiry runs it; started at once (a Prisma query runs only once it is awaited or then'd).
+    const { id, expired } = await reminderCommittedWhileExpiring('unseen', (x) =>
+      tdb.db.$queryRaw<{ cancelled: boolean; changed: boolean; ms: number }[]>(expireManySql([x])).then((rows) => rows),
     );
-    await written.promise;
-    await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
-    // The statement alone, as one round of the expiry runs it.
-    // Started now (a Prisma query runs only once it is awaited or then'd).
-    const expiring = tdb.db.$queryRaw<{ cancelled: boolean; changed: boolean; ms: number }[]>(expireManySql([o!.id])).then((rows) => rows);
-    await sleep(300);
-    committing.open();
-    await writing;
-    expect((await expiring).map((r) => [r.cancelled, r.changed, r.ms])).toEqual([[false, true, 0]]);
-    expect((await tdb.db.order.findUniqueOrThrow({ where: { id: o!.id } })).status).toBe('UNPAID');
+    expect(expired.map((r) => [r.cancelled, r.changed, r.ms])).toEqual([[false, true, 0]]);
+    expect((await tdb.db.order.findUniqueOrThrow({ where: { id } })).status).toBe('UNPAID');
     // The next round: cancelled with its reminder, in one statement.
-    expect((await repo.expireMany([o!.id])).get(o!.id)?.kind).toBe('cancelled');
-    const rows = await tdb.db.notification.findMany({ where: { orderId: o!.id, kind: 'ORDER_PAYMENT_REMINDER' } });
-    expect(rows.map((n) => [n.status, n.withdrawnAt !== null])).toEqual([['CANCELLED', true]]);
+    expect((await repo.expireMany([id])).get(id)?.kind).toBe('cancelled');
+    expect(await reminderStates(id)).toEqual([['CANCELLED', true]]);
   });
 });
 
