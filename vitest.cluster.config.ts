@@ -10,7 +10,7 @@ export default defineConfig({
       'test/lua/*.test.ts',
       'test/integration/queue/worker.{delivery,retry,lease,shutdown,crash,fairness}.test.ts',
       'test/integration/queue/periodic.test.ts',
-      'test/integration/queue/reshard.test.ts',
+      'test/integration/queue/reshard{,-copy}.test.ts',
       'test/integration/orders/orders.reshard.test.ts',
       'test/integration/{orders,appointments,parcels}/*.api.test.ts',
       'test/integration/{orders,appointments}/*.race.test.ts',

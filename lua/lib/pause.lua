@@ -62,6 +62,28 @@ local function movingKey()
   return parkedPrefix .. '~moving'
 end
 
+-- The mover that owns this shard's part of a change by copy (a Redis
+-- Cluster): STRING, the generation of the latest mover to fence the shard
+-- (queue/move-fence.lua). move-in, move-out and move-settle run only for that
+-- generation, so a mover that stalled past its lock changes nothing once a
+-- newer one has fenced the shard.
+local function moverKey()
+  return parkedPrefix .. '~mover'
+end
+
+-- Whether `gen` (a mover's generation, text) is the shard's owning mover.
+local function moverIs(gen)
+  return redis.call('GET', moverKey()) == gen
+end
+
+-- Jobs move-out.lua removed from this, their old shard: ZSET job id -> the
+-- remover's generation. Proof that the old copy went because the mover took
+-- it, not because it ran or was cancelled here: a mover settling copies left
+-- by one that stopped files a copy only on this proof.
+local function movedOutKey()
+  return parkedPrefix .. '~moved'
+end
+
 -- Takes a pending job (neither in flight nor dead) out of wherever it waits:
 -- its due bucket, or else its type's parked ZSET, or else the copies of a
 -- shard count change. False when in none.

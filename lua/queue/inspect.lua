@@ -3,8 +3,10 @@ inspect: read one job's whole state as a consistent snapshot (read-only).
 
 A job with a record is in exactly one of: the due index (pending), its
 type's parked ZSET (pending, type paused: lua/lib/pause.lua), in flight,
-dead. A pending job's due time is the one in its record (lua/lib/due-index.lua
-files it by that time), so the buckets need not be read. Uses
+dead, or (during a change of the shard count on a Redis Cluster) the
+shard's unsettled copies, read as pending or dead as copied. A pending job's
+due time is the one in its record (lua/lib/due-index.lua files it by that
+time), so the buckets need not be read. Uses
 lua/lib/record.lua, records.lua, due-index.lua and pause.lua.
 
 KEYS[1] inflight      ZSET
@@ -26,6 +28,11 @@ pauseUse(KEYS[7], KEYS[8])
 local rec = recGet(id)
 local lease = redis.call('ZSCORE', KEYS[1], id)
 local died = redis.call('ZSCORE', KEYS[5], id)
+if rec and not lease and not died then
+  -- A dead job's copy not yet settled by a change of the shard count is dead.
+  local moved = redis.call('ZSCORE', movingKey(), id)
+  if moved and tonumber(moved) > 0 then died = moved end
+end
 local due, parked = false, 0
 if rec and not lease and not died then
   due = recordDue(rec) or false

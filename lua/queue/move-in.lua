@@ -27,21 +27,23 @@ KEYS[5] paused        HASH  (not read here)
 KEYS[6] parked        prefix of the parked ZSETs and of the unsettled copies (no such key)
 
 ARGV[1] "1": records go to the record groups; "0": to the jobs HASH (as schedule's ARGV[7])
-then quadruples from ARGV[2]: id, record (as the old shard holds it), 0 for a
+ARGV[2] the mover's generation
+then quadruples from ARGV[3]: id, record (as the old shard holds it), 0 for a
 pending job or its time of death (ms) for a dead one, last error ("" none)
 
 Returns a string of one digit per job: 1 copied, 2 the shard has the job
-(not copied).
+(not copied); or '-' when the shard belongs to a later mover (nothing done).
 ]]
 recUse(KEYS[1], KEYS[2], KEYS[3])
 pauseUse(KEYS[5], KEYS[6])
+if not moverIs(ARGV[2]) then return '-' end
 recSetGrouped(ARGV[1] == '1')
 local errors, moving = KEYS[4], movingKey()
-local n = (#ARGV - 1) / 4
+local n = (#ARGV - 2) / 4
 recMakeRoom(n)
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 4
+  local b = 3 + i * 4
   local id, rec, died, err = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local have, key = recGet(id)
   if have and not redis.call('ZSCORE', moving, id) then

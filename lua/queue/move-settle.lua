@@ -11,7 +11,7 @@ or cancel touched it here) is settled. Removed from the old shard
 (move-out.lua answered 1): filed, a pending job in its due bucket at its due
 time and priority, a dead one in the dead set at its time of death. Kept
 there (0): the copy is deleted with its error text; the job moves in a later
-pass. A copy something else wrote or cancelled is left to that write.
+pass. Only the shard's owning mover settles (queue/move-fence.lua). A copy something else wrote or cancelled is left to that write.
 
 Uses lua/lib/record.lua, chunk.lua, records.lua, due-index.lua and pause.lua.
 
@@ -26,19 +26,22 @@ KEYS[8] paused        HASH  (not read here)
 KEYS[9] parked        prefix of the parked ZSETs and of the unsettled copies (no such key)
 
 ARGV[1] wake channel (published with the earliest due time filed when it is the new head)
-then pairs from ARGV[2]: id, 1 (the old shard removed it: file it) or 0 (it kept it: take the copy back)
+ARGV[2] the mover's generation
+then pairs from ARGV[3]: id, 1 (the old shard removed it: file it) or 0 (it kept it: take the copy back)
 
-Returns { filed, takenBack }.
+Returns { filed, takenBack }; { -1, -1 } when the shard belongs to a later
+mover (nothing done).
 ]]
 local dead, errors = KEYS[6], KEYS[7]
 dueUse(KEYS[1], KEYS[2])
 recUse(KEYS[3], KEYS[4], KEYS[5])
 pauseUse(KEYS[8], KEYS[9])
+if not moverIs(ARGV[2]) then return { -1, -1 } end
 local moving = movingKey()
 local head = dueHead()
 local newHead = nil
 local filed, takenBack = 0, 0
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local id, gone = ARGV[i], ARGV[i + 1] == '1'
   local died = redis.call('ZSCORE', moving, id)
   if died then

@@ -6,7 +6,7 @@ import { serviceQueues } from '../composition/service-queues.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../core/logger.js';
 import { createRedis, redisTargetOf } from '../core/redis.js';
-import { ReshardError, isCluster, reshard } from '../queue/index.js';
+import { ReshardError, reshard } from '../queue/index.js';
 
 export const RESHARD_USAGE = 'usage: reshard --queue <name|all> --to <shards 1..1024>';
 
@@ -21,13 +21,6 @@ export async function reshardCommand(config: Config, args: readonly string[], lo
   }
   const redis = createRedis(redisTargetOf(config), 'ots-reshard');
   try {
-    if (isCluster(redis)) {
-      out(
-        'refused: not yet safe on Redis Cluster: a job moved by copy, remove and settle can run twice after a mover stops half way, ' +
-          'be lost when two movers overlap or on a failover, and look pending while copied (docs/operations.md)',
-      );
-      return 1;
-    }
     const known = serviceQueues(redis, config);
     const queues = name === 'all' ? known : known.filter((q) => q.name === name);
     if (queues.length === 0) {

@@ -80,8 +80,16 @@ export function reshardLockKey(prefix: string, queue: string): string {
   return `${prefix}:{${queue}:0}:reshard:lock`;
 }
 
+/** STRING: the generations handed to the movers of a queue's changes of the shard count, one per mover run (INCR). */
+export function reshardGenKey(prefix: string, queue: string): string {
+  return `${prefix}:{${queue}:0}:reshard:gen`;
+}
+
 /** ZSET of the copies a change of the shard count made into a shard and has not settled (lua/lib/pause.lua, movingKey). */
 export const movingCopiesKey = (k: ShardKeys) => `${k.parked}~moving`;
+
+/** ZSET of the jobs a change of the shard count removed from a shard, their old one, by copy (lua/lib/pause.lua, movedOutKey). */
+export const movedOutKey = (k: ShardKeys) => `${k.parked}~moved`;
 
 /** FNV-1a over the id's UTF-16 code units: stable across processes and cheap. */
 export function shardOf(jobId: string, shards: number): number {

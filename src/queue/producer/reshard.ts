@@ -16,12 +16,14 @@
 // a layout two steps old. A mover that stopped is run again with the same
 // target and carries on. On one Redis server a job moves in one script
 // (lua/queue/move.lua); on a Redis Cluster, where its two shards are in two
-// slots, by copy, remove and settle (reshard-copy.ts).
-import { type ShardKeys, parseRecordGroupsState, recordGroupCount, reshardKey, reshardLockKey, shardCountKey, shardOf } from '../keys.js';
+// slots, by copy, remove and settle (reshard-copy.ts), each mover fencing
+// every shard with a generation of its own first, so a mover that stalled past
+// its lock changes nothing after another one began.
+import { type ShardKeys, parseRecordGroupsState, recordGroupCount, reshardGenKey, reshardKey, reshardLockKey, shardCountKey, shardOf } from '../keys.js';
 import { type RedisClient, isCluster } from '../redis-client.js';
-import { runLayoutFence, runMove, runReshardLock, runReshardStep } from '../scripts/move-scripts.js';
+import { StaleMoverError, runLayoutFence, runMove, runMoveFence, runReshardLock, runReshardStep } from '../scripts/move-scripts.js';
 import { alignPauseState, copyPauseState } from './reshard-pause.js';
-import { moveByCopy, settleLeftCopies } from './reshard-copy.js';
+import { type CopyMover, forgetMovedOut, moveByCopy, settleLeftCopies } from './reshard-copy.js';
 import { runClaim } from '../scripts/scripts.js';
 import { LAYOUT_CHANGED, LAYOUT_REFRESH_MS, createShardLayout, parseLayout } from '../shard-layout.js';
 import type { QueueLogger } from '../types.js';
@@ -44,6 +46,8 @@ export type ReshardOptions = {
    * Cluster needs, instead of one script per batch. Default: on a cluster.
    */
   readonly copy?: boolean;
+  /** By copy: how long a step waits for a replica to acknowledge its writes before the next relies on them (ms). Default 2 s. */
+  readonly replicaWaitMs?: number;
 };
 
 export type ReshardResult = { from: number; to: number; moved: number; dropped: number; stuck: number; passes: number };
@@ -109,8 +113,12 @@ export async function reshard(redis: RedisClient, q: { prefix: string; name: str
   // refuses writes by the old layout (lua/queue/schedule.lua, cancel.lua).
   const fence = (epoch: number) => Promise.all(keys.slice(0, shards).map((k) => runLayoutFence(redis, k, epoch)));
   let epoch = layout.epoch;
+  const byCopy = o.copy ?? isCluster(redis);
   try {
+    const mover = byCopy ? await takeShardsOver(redis, q, keys.slice(0, shards), o, renew) : undefined;
     if (layout.phase === 'steady') {
+      // Proofs of removal a finished change left (its end stopped before it dropped them).
+      if (mover) await forgetMovedOut(redis, keys.slice(0, shards));
       await copyPauseState(redis, keys, from, to);
       await step('steady', 'poll', epoch);
       log.info({ queue: q.name, from, to }, 'reshard: workers poll both layouts');
@@ -128,8 +136,8 @@ export async function reshard(redis: RedisClient, q: { prefix: string; name: str
     } else {
       await fence(epoch); // again: a mover stopped half way may not have fenced every shard
     }
-    if (o.copy ?? isCluster(redis)) {
-      const left = await settleLeftCopies(redis, keys, from, to);
+    if (mover) {
+      const left = await settleLeftCopies(mover, keys, from, to);
       if (left > 0) log.info({ queue: q.name, settled: left }, 'reshard: settled the copies a stopped mover left');
     }
     // Done after CLEAN_PASSES passes in a row found nothing to move and
@@ -137,25 +145,52 @@ export async function reshard(redis: RedisClient, q: { prefix: string; name: str
     // (An unreadable record, stuck, never moves: reported, not waited for.)
     for (let clean = 0; clean < CLEAN_PASSES || (result.stuck === 0 && !(await droppedEmpty(redis, keys, from, to)));) {
       result.passes++;
-      const pass = await movePass(redis, keys, from, to, o, renew);
+      const pass = await movePass(redis, keys, from, to, o, mover, renew);
+      // A copy whose settle a failover lost is filed or taken back here (none otherwise).
+      const left = mover ? await settleLeftCopies(mover, keys, from, to) : 0;
       result.moved += pass.moved;
       result.dropped += pass.dropped;
       result.stuck = pass.stuck;
-      log.info({ queue: q.name, ...pass, pass: result.passes }, 'reshard: pass done');
-      clean = pass.moved + pass.dropped + pass.inFlight === 0 ? clean + 1 : 0;
+      log.info({ queue: q.name, ...pass, settled: left, pass: result.passes }, 'reshard: pass done');
+      if (pass.unreplicated > 0) log.warn({ queue: q.name, copies: pass.unreplicated }, 'reshard: copies no replica acknowledged in time taken back');
+      clean = pass.moved + pass.dropped + pass.inFlight + pass.unreplicated + left === 0 ? clean + 1 : 0;
       if (pass.moved + pass.dropped === 0) await sleep(o.waitMs ?? 500);
       await renew();
     }
     await alignPause();
     // The record stays as 'done': the start-up check then knows the stored count was set by a reshard.
     await step('move', 'done', epoch);
+    if (mover) await forgetMovedOut(redis, keys.slice(0, shards));
     await announce();
     if (result.stuck > 0) log.warn({ queue: q.name, stuck: result.stuck }, 'reshard: unreadable job records left in their old shards');
     log.info({ queue: q.name, ...result }, 'reshard: done; the new shard count is stored');
     return result;
+  } catch (err) {
+    if (err instanceof StaleMoverError) throw new ReshardError(err.message);
+    throw err;
   } finally {
     await runReshardLock(redis, lock, token, 0);
   }
+}
+
+/**
+ * Fences every old and new shard with a new generation (lua/queue/move-fence.lua)
+ * before the mover copies anything by copy: from then on a mover that
+ * stalled past its lock is refused in every shard. The lock is checked after,
+ * so a mover that lost it stops before it relies on shards it fenced late.
+ */
+async function takeShardsOver(
+  redis: RedisClient,
+  q: { prefix: string; name: string },
+  keys: readonly ShardKeys[],
+  o: ReshardOptions,
+  renew: () => Promise<void>,
+): Promise<CopyMover> {
+  const gen = await redis.incr(reshardGenKey(q.prefix, q.name));
+  const owners = await Promise.all(keys.map((k) => runMoveFence(redis, k, gen)));
+  if (owners.some((g) => g !== gen)) throw new StaleMoverError(gen);
+  await renew();
+  return { redis, gen, recordGroups: o.recordGroups ?? false, replicaWaitMs: o.replicaWaitMs ?? 2_000 };
 }
 
 /** Whether the shards the new count drops hold no record (read in one transaction: at one instant). */
@@ -168,7 +203,7 @@ async function droppedEmpty(redis: RedisClient, keys: readonly ShardKeys[], from
   return true;
 }
 
-type Pass = { moved: number; dropped: number; inFlight: number; stuck: number };
+type Pass = { moved: number; dropped: number; inFlight: number; stuck: number; unreplicated: number };
 
 /** One look at every old shard: expired leases back to due, then every job whose shard changes moved. */
 async function movePass(
@@ -177,9 +212,10 @@ async function movePass(
   from: number,
   to: number,
   o: ReshardOptions,
+  mover: CopyMover | undefined,
   renew: () => Promise<void>,
 ): Promise<Pass> {
-  const pass: Pass = { moved: 0, dropped: 0, inFlight: 0, stuck: 0 };
+  const pass: Pass = { moved: 0, dropped: 0, inFlight: 0, stuck: 0, unreplicated: 0 };
   const batch = o.batch ?? 500;
   for (let s = 0; s < from; s++) {
     const k = keys[s] as ShardKeys;
@@ -197,13 +233,10 @@ async function movePass(
       }
       for (const [t, list] of byTarget) {
         for (let i = 0; i < list.length; i += batch) {
-          const r = await ((o.copy ?? isCluster(redis)) ? moveByCopy : runMove)(
-            redis,
-            k,
-            keys[t] as ShardKeys,
-            list.slice(i, i + batch),
-            o.recordGroups ?? false,
-          );
+          const part = list.slice(i, i + batch);
+          const target = keys[t] as ShardKeys;
+          const r = mover ? await moveByCopy(mover, k, target, part) : { ...(await runMove(redis, k, target, part, o.recordGroups ?? false)), unreplicated: 0 };
+          pass.unreplicated += r.unreplicated;
           pass.moved += r.moved;
           pass.dropped += r.dropped;
           pass.inFlight += r.inFlight;

@@ -1,7 +1,7 @@
 // The mover's scripts, typed: jobs out of their old shard into their new one
 // during a change of the shard count (lua/queue/move.lua, one Redis server;
-// move-in, move-out, move-settle, a cluster), the shards' layout fence and the
-// change's record and lock (reshard-step.lua, reshard-lock.lua).
+// move-fence, move-in, move-out, move-settle, a cluster), the shards' layout
+// fence and the change's record and lock (reshard-step.lua, reshard-lock.lua).
 import type { ShardKeys } from '../keys.js';
 import type { RedisClient } from '../redis-client.js';
 import { call } from './registry.js';
@@ -27,19 +27,33 @@ export async function runMove(redis: RedisClient, from: ShardKeys, to: ShardKeys
 /** A job as the mover read it in its old shard: its record, and its time of death (0: pending). */
 export type CopiedJob = { id: string; record: string; diedAt: number; lastError: string | null };
 
+/** A later mover fenced the shard (lua/queue/move-fence.lua): this one must stop, having changed nothing there. */
+export class StaleMoverError extends Error {
+  constructor(gen: number) {
+    super(`a later mover took the shards over (this one is generation ${gen}); run it again`);
+  }
+}
+
+/** Makes generation `gen` the shard's owning mover unless a later one is (lua/queue/move-fence.lua); the shard's generation after. */
+export async function runMoveFence(redis: RedisClient, k: ShardKeys, gen: number): Promise<number> {
+  return Number(await call(redis, 'dqMoveFence', k, [gen]));
+}
+
 /** Copies into the new shard, not yet claimable (lua/queue/move-in.lua); per job true when copied, false when the shard has the job. */
-export async function runMoveIn(redis: RedisClient, to: ShardKeys, jobs: readonly CopiedJob[], recordGroups: boolean): Promise<boolean[]> {
-  const args: (string | number)[] = [recordGroups ? '1' : '0'];
+export async function runMoveIn(redis: RedisClient, to: ShardKeys, gen: number, jobs: readonly CopiedJob[], recordGroups: boolean): Promise<boolean[]> {
+  const args: (string | number)[] = [recordGroups ? '1' : '0', gen];
   for (const j of jobs) args.push(j.id, j.record, j.diedAt, j.lastError ?? '');
   const codes = String(await call(redis, 'dqMoveIn', to, args));
+  if (codes === '-') throw new StaleMoverError(gen);
   return jobs.map((_, i) => codes[i] === '1');
 }
 
-/** Removes from the old shard the jobs still as copied (lua/queue/move-out.lua); per job whether it went. */
-export async function runMoveOut(redis: RedisClient, from: ShardKeys, jobs: readonly CopiedJob[]): Promise<boolean[]> {
-  const args: (string | number)[] = [];
+/** Removes from the old shard the jobs still as copied, each leaving its proof (lua/queue/move-out.lua); per job whether it went. */
+export async function runMoveOut(redis: RedisClient, from: ShardKeys, gen: number, jobs: readonly CopiedJob[]): Promise<boolean[]> {
+  const args: (string | number)[] = [gen];
   for (const j of jobs) args.push(j.id, j.record, j.diedAt);
   const codes = String(await call(redis, 'dqMoveOut', from, args));
+  if (codes === '-') throw new StaleMoverError(gen);
   return jobs.map((_, i) => codes[i] === '1');
 }
 
@@ -47,11 +61,13 @@ export async function runMoveOut(redis: RedisClient, from: ShardKeys, jobs: read
 export async function runMoveSettle(
   redis: RedisClient,
   to: ShardKeys,
+  gen: number,
   outcomes: readonly { id: string; gone: boolean }[],
 ): Promise<{ filed: number; takenBack: number }> {
-  const args: (string | number)[] = [to.wake];
+  const args: (string | number)[] = [to.wake, gen];
   for (const o of outcomes) args.push(o.id, o.gone ? 1 : 0);
   const r = (await call(redis, 'dqMoveSettle', to, args)) as number[];
+  if (Number(r[0]) < 0) throw new StaleMoverError(gen);
   return { filed: Number(r[0]), takenBack: Number(r[1]) };
 }
 

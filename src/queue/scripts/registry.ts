@@ -155,6 +155,7 @@ export const SCRIPTS = {
     keys: ['due', 'dueBuckets', 'jobs', 'records', 'recordGroups', 'dead', 'errors', 'paused', 'parked'],
     libs: ['record', 'chunk', 'records', 'due-index', 'pause'],
   },
+  dqMoveFence: { file: 'queue/move-fence.lua', keys: ['paused', 'parked'], libs: ['pause'] },
   dqLayoutFence: { file: 'queue/layout-fence.lua', keys: ['records'], libs: [] },
   dqReshardStep: { file: 'queue/reshard-step.lua', keys: ['shardCount', 'reshard', 'reshardLock'], libs: [] },
   dqReshardLock: { file: 'queue/reshard-lock.lua', keys: ['reshardLock'], libs: [] },

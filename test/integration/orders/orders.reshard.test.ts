@@ -1,11 +1,14 @@
-// The orders queue resharded 1 -> 3 while the whole service runs and orders
-// expire through the move: every unpaid order is cancelled once, with one
-// notification; a paid one stays paid.
+// The orders queue resharded 1 -> 3 by the operator's command (npm run
+// reshard) while the whole service runs and orders expire through the move:
+// every unpaid order is cancelled once, with one notification; a paid one
+// stays paid. On the cluster suite the command moves jobs by copy, remove and
+// settle.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queue } from '../../../src/queue/producer/queue.js';
-import { reshard } from '../../../src/queue/producer/reshard.js';
+import { reshardCommand } from '../../../src/cli/reshard.js';
+import { loadConfig } from '../../../src/config.js';
+import { createLogger } from '../../../src/core/logger.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
-import { redisClient, waitFor } from '../../helpers/redis.js';
+import { REDIS_ENV, waitFor } from '../../helpers/redis.js';
 import { startTestService, stopTestService, type TestService } from '../../helpers/service.js';
 
 describe('orders expiring while their queue is resharded', () => {
@@ -20,7 +23,6 @@ describe('orders expiring while their queue is resharded', () => {
   });
 
   it('cancels each unpaid order once and no paid one', async () => {
-    const orders = svc.module('orders').queue as Queue;
     const body = (s: number) => ({ customerId: 'c', items: [{ sku: 's', quantity: 1, unitPriceCents: 100 }], paymentTimeoutSeconds: s });
     // Expiries due before, during and after the move (it takes about 5 s).
     const created = await Promise.all(
@@ -35,23 +37,21 @@ describe('orders expiring while their queue is resharded', () => {
     const ids = created.map((r) => r.body.id as string);
     // Paid ones have 7 s or more: paid in time while the move runs.
     const paid = ids.filter((_, i) => i % 9 >= 5 && i % 3 === 0);
-    const redis = redisClient('orders-reshard');
-    try {
-      const moving = reshard(redis, { prefix: orders.prefix, name: orders.name }, 3);
-      // Paid while the move runs: the pay cancels the expiry job wherever it is.
-      for (const id of paid)
-        expect(
-          (
-            await svc
-              .api()
-              .post(`/orders/${id}/pay`)
-              .send({ paymentRef: `p-${id}` })
-          ).status,
-        ).toBe(200);
-      expect(await moving).toMatchObject({ from: 1, to: 3 });
-    } finally {
-      redis.disconnect();
-    }
+    const config = loadConfig({ ...REDIS_ENV, DATABASE_URL: tdb.url, QUEUE_PREFIX: svc.prefix, QUEUE_SHARDS: '1', LOG_LEVEL: 'silent' });
+    const printed: string[] = [];
+    const moving = reshardCommand(config, ['--queue', 'orders', '--to', '3'], createLogger('silent'), (line) => printed.push(line));
+    // Paid while the move runs: the pay cancels the expiry job wherever it is.
+    for (const id of paid)
+      expect(
+        (
+          await svc
+            .api()
+            .post(`/orders/${id}/pay`)
+            .send({ paymentRef: `p-${id}` })
+        ).status,
+      ).toBe(200);
+    expect(await moving).toBe(0);
+    expect(printed).toEqual([expect.stringMatching(/^orders: 1 -> 3 shards; \d+ jobs moved/)]);
     const unpaid = ids.filter((id) => !paid.includes(id));
     const cancelled = () => tdb.db.order.count({ where: { id: { in: unpaid }, status: 'CANCELLED' } });
     expect(await waitFor(async () => (await cancelled()) === unpaid.length, 30_000, 100)).toBe(true);

@@ -1,0 +1,192 @@
+// The mover's way on a Redis Cluster (copy, remove, settle:
+// producer/reshard-copy.ts) when it is interrupted between its steps, staged
+// by hand at those points: a mover that stops, a second mover after a lock
+// expiry, a dead job read between the steps, and a replica that has not
+// acknowledged a copy (a failover then would lose it). Each ends with the
+// job in exactly one shard, run at most once, and a reshard run again
+// finishing the change.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { RedisClient } from '../../../src/core/redis.js';
+import { movedOutKey, movingCopiesKey, reshardGenKey, reshardKey, shardCountKey, shardKeys, shardOf } from '../../../src/queue/keys.js';
+import { reshard } from '../../../src/queue/producer/reshard.js';
+import { moveByCopy, settleLeftCopies, type CopyMover } from '../../../src/queue/producer/reshard-copy.js';
+import { parseRecord } from '../../../src/queue/record.js';
+import { runInspect } from '../../../src/queue/scripts/admin-scripts.js';
+import { StaleMoverError, runLayoutFence, runMoveFence, runMoveIn, runMoveOut } from '../../../src/queue/scripts/move-scripts.js';
+import { runSchedule } from '../../../src/queue/scripts/schedule-scripts.js';
+import { runAck, runClaim, runNack } from '../../../src/queue/scripts/scripts.js';
+import { startPrivateRedis, type PrivateRedis } from '../../helpers/redis-server.js';
+import { dropQueue, redisClient, uniqueQueueName, waitFor } from '../../helpers/redis.js';
+
+const P = 'dq';
+let redis: RedisClient;
+const names: string[] = [];
+
+beforeAll(() => {
+  redis = redisClient('reshard-copy-test');
+});
+afterAll(async () => {
+  for (const name of names) await dropQueue(redis, name);
+  redis.disconnect();
+});
+
+/** An id of shard 0 under one shard whose shard under two is 1: it moves in a change 1 -> 2. */
+const movingId = (tag: string) => {
+  for (let i = 0; ; i++) if (shardOf(`${tag}-${i}`, 2) === 1) return `${tag}-${i}`;
+};
+
+/** A queue of one shard in phase 'move' of a change to two, as a mover leaves it once producers write by the new count. */
+async function queueMidChange(r: RedisClient = redis) {
+  const name = uniqueQueueName('reshard-copy');
+  names.push(name);
+  const k = [shardKeys(P, name, 0), shardKeys(P, name, 1)] as const;
+  await r.set(shardCountKey(P, name), '1');
+  for (const s of k) await runLayoutFence(r, s, 1);
+  await r.hset(reshardKey(P, name), { from: 1, to: 2, phase: 'move', epoch: 1 });
+  return { name, k };
+}
+
+async function schedule(r: RedisClient, k: ReturnType<typeof shardKeys>, id: string, delayMs = 0, type = 't') {
+  await runSchedule(r, k, { mode: 'upsert', timeKind: 'in', type, maxAttempts: 1, priority: undefined }, [{ id, time: delayMs, payload: '{}' }], false, 1);
+}
+
+/** A mover with the queue's next generation that fenced both shards, as reshard.ts's takeShardsOver makes one. */
+async function moverOf(r: RedisClient, name: string, k: readonly ReturnType<typeof shardKeys>[], replicaWaitMs = 2_000): Promise<CopyMover> {
+  const gen = await r.incr(reshardGenKey(P, name));
+  for (const s of k) expect(await runMoveFence(r, s, gen)).toBe(gen);
+  return { redis: r, gen, recordGroups: false, replicaWaitMs };
+}
+
+const where = async (r: RedisClient, k: readonly ReturnType<typeof shardKeys>[], id: string) => {
+  const out: string[] = [];
+  for (let s = 0; s < k.length; s++) {
+    const i = await runInspect(r, k[s]!, id);
+    if (i.record !== null) out.push(`shard ${s}: ${i.leaseUntil !== null ? 'in flight' : i.diedAt !== null ? 'dead' : 'pending'}`);
+  }
+  return out;
+};
+
+describe('a change by copy interrupted between its steps', () => {
+  it('a stopped mover left a copy of a job that then ran in its old shard: the copy is taken back, the job does not run again', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('ran');
+    await schedule(redis, k[0], id);
+    const a = await moverOf(redis, name, k);
+    const seen = await runInspect(redis, k[0], id);
+    expect(await runMoveIn(redis, k[1], a.gen, [{ id, record: seen.record!, diedAt: 0, lastError: null }], false)).toEqual([true]);
+    // A worker claims it before the mover's remove, which keeps it (in flight); the mover stops there.
+    const [job] = (await runClaim(redis, k[0], 10, 30_000, 0)).jobs;
+    expect(job?.id).toBe(id);
+    expect(await runMoveOut(redis, k[0], a.gen, [{ id, record: seen.record!, diedAt: 0, lastError: null }])).toEqual([false]);
+    expect((await runAck(redis, k[0], [{ id, token: parseRecord(job!.record).token }])).acked).toBe(1);
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']); // the unsettled copy, not claimable
+
+    const r = await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(r).toMatchObject({ from: 1, to: 2 });
+    expect(await where(redis, k, id)).toEqual([]);
+    expect((await runClaim(redis, k[1], 10, 30_000, 0)).jobs).toEqual([]);
+    expect(await redis.zcard(movingCopiesKey(k[1]))).toBe(0);
+  });
+
+  it('a stopped mover removed the job from its old shard: its copy is filed and runs once', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('removed');
+    await schedule(redis, k[0], id);
+    const a = await moverOf(redis, name, k);
+    const seen = await runInspect(redis, k[0], id);
+    const jobs = [{ id, record: seen.record!, diedAt: 0, lastError: null }];
+    await runMoveIn(redis, k[1], a.gen, jobs, false);
+    expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true]);
+    expect(await redis.zscore(movedOutKey(k[0]), id)).toBe('1'); // the proof, left in the same step
+
+    await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
+    expect((await runClaim(redis, k[1], 10, 30_000, 0)).jobs.map((j) => j.id)).toEqual([id]);
+    // The change is done: no proof and no copy left behind.
+    expect(await redis.exists(movedOutKey(k[0]))).toBe(0);
+    expect(await redis.zcard(movingCopiesKey(k[1]))).toBe(0);
+  });
+
+  it('a mover that stalled past its lock changes nothing once a newer one fenced the shards: the job is not lost', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('stalled');
+    await schedule(redis, k[0], id, 60_000);
+    const a = await moverOf(redis, name, k);
+    const seen = await runInspect(redis, k[0], id);
+    const jobs = [{ id, record: seen.record!, diedAt: 0, lastError: null }];
+    await runMoveIn(redis, k[1], a.gen, jobs, false);
+    // a stalls; b fences every shard and settles a's copy: the old shard still has the job, so it is taken back.
+    const b = await moverOf(redis, name, k);
+    expect(await settleLeftCopies(b, k, 1, 2)).toBe(1);
+    expect(await where(redis, k, id)).toEqual(['shard 0: pending']);
+    // a comes back: each of its steps is refused, in either shard.
+    await expect(runMoveOut(redis, k[0], a.gen, jobs)).rejects.toBeInstanceOf(StaleMoverError);
+    await expect(runMoveIn(redis, k[1], a.gen, jobs, false)).rejects.toBeInstanceOf(StaleMoverError);
+    await expect(moveByCopy(a, k[0], k[1], [id])).rejects.toBeInstanceOf(StaleMoverError);
+    expect(await where(redis, k, id)).toEqual(['shard 0: pending']);
+    // A fence never goes back to an older generation.
+    expect(await runMoveFence(redis, k[0], 1)).toBe(2);
+
+    await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
+  });
+
+  it('a dead job copied and removed but not yet settled reads dead, with its time of death', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('dead');
+    await schedule(redis, k[0], id, 0, 'fail');
+    const [job] = (await runClaim(redis, k[0], 10, 30_000, 0)).jobs;
+    await runNack(redis, k[0], id, parseRecord(job!.record).token, 'dead', 0, 'boom');
+    const seen = await runInspect(redis, k[0], id);
+    expect(seen.diedAt).not.toBeNull();
+    const a = await moverOf(redis, name, k);
+    const jobs = [{ id, record: seen.record!, diedAt: seen.diedAt!, lastError: seen.lastError }];
+    await runMoveIn(redis, k[1], a.gen, jobs, false);
+    expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true]);
+    expect(await runInspect(redis, k[1], id)).toMatchObject({ diedAt: seen.diedAt, dueAt: null, lastError: 'boom' });
+
+    await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(await redis.zscore(k[1].dead, id)).toBe(String(seen.diedAt));
+  });
+});
+
+describe('a change by copy on a master with a replica', () => {
+  let master: PrivateRedis;
+  let replica: PrivateRedis;
+  let m: Redis;
+  beforeAll(async () => {
+    master = await startPrivateRedis();
+    replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
+    m = new Redis(master.url);
+    const r = new Redis(replica.url);
+    expect(await waitFor(async () => /master_link_status:up/.test(await r.info('replication')), 20_000, 50)).toBe(true);
+    r.disconnect();
+  }, 60_000);
+  afterAll(async () => {
+    replica.resume();
+    m.disconnect();
+    await replica.stop();
+    await master.stop();
+  });
+
+  it('copies no replica acknowledged in time are taken back, the jobs kept in their old shard; moved once it answers', async () => {
+    const { name, k } = await queueMidChange(m);
+    const ids = Array.from({ length: 5 }, (_, i) => movingId(`repl-${i}`));
+    for (const id of ids) await schedule(m, k[0], id, 60_000);
+    const mover = await moverOf(m, name, k, 300);
+
+    replica.pause(); // a failover now would promote a replica without the copies
+    const held = await moveByCopy(mover, k[0], k[1], ids);
+    expect(held).toMatchObject({ moved: 0, unreplicated: ids.length });
+    for (const id of ids) expect(await where(m, k, id)).toEqual(['shard 0: pending']);
+    expect(await m.zcard(movingCopiesKey(k[1]))).toBe(0);
+
+    replica.resume();
+    const moved = await moveByCopy(mover, k[0], k[1], ids);
+    expect(moved).toMatchObject({ moved: ids.length, unreplicated: 0 });
+    for (const id of ids) expect(await where(m, k, id)).toEqual(['shard 1: pending']);
+    // Once the settle is on the replica, the proofs go at once.
+    expect(await m.exists(movedOutKey(k[0]))).toBe(0);
+  });
+});
