@@ -779,6 +779,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'QP5',
+    rule: 'a claim asked before a pause was announced and answered after it starts nothing: its jobs go back at their due times (consumer/intake.ts)',
+    file: 'src/queue/consumer/worker.ts',
+    find: 'pausedSince: (claimedAt) => claimedAt <= pauseHeardAt',
+    replace: 'pausedSince: (claimedAt) => claimedAt < 0 && pauseHeardAt > 0',
+    model: [],
+    integration: ['pause'],
+    required: false,
+  },
+  {
     id: 'QR1',
     rule: 'among due jobs a higher priority is claimed first (lua/lib/due-index.lua, dueTake)',
     file: 'lua/lib/due-index.lua',

@@ -1,6 +1,7 @@
 // Claimed records into jobs for the pool: each read by the record format, one
-// that cannot be read dead-lettered alone, and what a late claim brought beyond
-// the pool's room handed back at once.
+// that cannot be read dead-lettered alone, what a late claim brought beyond
+// the pool's room handed back at once, and what a claim asked before a pause
+// was announced brings after it handed back too (at its due time).
 import type { Claimed } from './lease.js';
 import type { ShardKeys } from '../keys.js';
 import type { Queue } from '../producer/queue.js';
@@ -14,6 +15,12 @@ export type IntakeOptions = {
   readonly log: QueueLogger;
   readonly leaseMs: number;
   readonly pool: { room(): number; add(c: Claimed): void; pump(): void };
+  /**
+   * Whether a pause was announced after a claim asked at `claimedAt` (local
+   * ms): such a claim may have run just before the pause, and its answer,
+   * come after the announcement, missed the hand-back of jobs not started.
+   */
+  readonly pausedSince?: (claimedAt: number) => boolean;
 };
 
 /** Hands a shard's claimed jobs to the pool (the shard poller's `accept`). */
@@ -26,9 +33,10 @@ export function createIntake(o: IntakeOptions): Accept {
     // for now (or land during shutdown): the rest goes back at once, not after
     // its lease. (Claims answered in time asked for what there was room for;
     // the shards' claims may overlap a little, which the pool absorbs.)
-    const space = late ? Math.max(0, pool.room()) : Number.POSITIVE_INFINITY;
+    const held = o.pausedSince?.(claimedAt) ?? false;
+    const space = held ? 0 : late ? Math.max(0, pool.room()) : Number.POSITIVE_INFINITY;
     const k = queue.keys[shard] as ShardKeys;
-    const surplus: { id: string; token: number }[] = [];
+    const surplus: { id: string; token: number; dueAt: number }[] = [];
     let taken = 0;
     for (const raw of raws) {
       let job: Job;
@@ -41,19 +49,29 @@ export function createIntake(o: IntakeOptions): Accept {
         continue;
       }
       if (taken >= space) {
-        surplus.push({ id: job.id, token: job.token });
+        surplus.push({ id: job.id, token: job.token, dueAt: job.dueAt });
         continue;
       }
       pool.add({ job, claimedAt, leaseUntil: claimedAt + o.leaseMs });
       taken++;
     }
     if (surplus.length > 0) {
-      runRelease(redis, k, surplus).catch((err: unknown) =>
-        log.error({ err, queue: queue.name, count: surplus.length }, 'release failed; jobs return after their lease'),
+      const back = held ? releaseAtDue(redis, k, surplus) : runRelease(redis, k, surplus);
+      back.then(
+        (n) => held && n > 0 && log.info({ queue: queue.name, released: n }, 'queue paused: jobs of a claim answered after the pause handed back'),
+        (err: unknown) => log.error({ err, queue: queue.name, count: surplus.length }, 'release failed; jobs return after their lease'),
       );
     }
     pool.pump();
   };
+}
+
+/** Hands jobs back each at its own due time (attempts refunded): after a resume they run in due order. */
+async function releaseAtDue(redis: RedisClient, k: ShardKeys, jobs: readonly { id: string; token: number; dueAt: number }[]): Promise<number> {
+  const byDue = new Map<number, { id: string; token: number }[]>();
+  for (const j of jobs) byDue.set(j.dueAt, [...(byDue.get(j.dueAt) ?? []), { id: j.id, token: j.token }]);
+  const counts = await Promise.all([...byDue].map(([at, items]) => runRelease(redis, k, items, { at })));
+  return counts.reduce((a, b) => a + b, 0);
 }
 
 function jobOf(queue: Queue, raw: ClaimedRaw, shard: number): Job {

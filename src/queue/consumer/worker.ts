@@ -102,14 +102,17 @@ export function createWorker(o: WorkerOptions): Worker {
     for (const p of pollers) if (p.starved) p.wakeNow();
   };
   const pool = createPool({ queue, redis, log, concurrency, prefetch: prefetchOf(o, concurrency), lanes, run: runner.run, runBatch, onRoom });
-  const accept = createIntake({ queue, redis, log, leaseMs, pool });
+  let pauseHeardAt = Number.NEGATIVE_INFINITY;
+  const accept = createIntake({ queue, redis, log, leaseMs, pool, pausedSince: (claimedAt) => claimedAt <= pauseHeardAt });
   const pollerOf = pollersOf(o, { clock, log, leaseMs, idleRecheckMs, pool, accept, emit });
   const pollers = queue.keys.map((_, shard) => pollerOf(shard));
   const deadSweeper = createDeadSweeper(queue, log);
   // Claimed but not started when a pause is announced: handed back (attempt
-  // refunded), so within a Pub/Sub round trip only jobs already running go on.
+  // refunded), so within a Pub/Sub round trip only jobs already running go on;
+  // so are the jobs of a claim asked before and answered after (intake.ts).
   // Those of types not paused are claimed again at once.
   const handBackOnPause = () => {
+    pauseHeardAt = localNow();
     void pool.releaseWaiting().then((n) => {
       if (n > 0) log.info({ queue: queue.name, released: n }, 'queue paused: claimed jobs not started were handed back');
     });

@@ -4,7 +4,8 @@
 // after resume each process takes the backlog in due order; a paused type
 // waits while the other flows; and a Redis restarted without the pause comes
 // back unpaused until the pause check logs it, audits it and re-applies it
-// (and a resume Redis lost is lifted the same way).
+// (and a resume Redis lost is lifted the same way). A claim that ran just
+// before the pause and answers after it is announced starts nothing.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -14,11 +15,13 @@ import { createRedis } from '../../../src/core/redis.js';
 import { createPauseCheck } from '../../../src/modules/admin/queue-controls.check.js';
 import { asTheOnlyChecker } from '../../../src/modules/admin/sql/queue-controls.js';
 import { createQueueControls } from '../../../src/modules/admin/queue-controls.service.js';
+import { createWorker } from '../../../src/queue/consumer/worker.js';
 import { createQueue } from '../../../src/queue/producer/queue.js';
 import { runClaim } from '../../../src/queue/scripts/scripts.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { type Harness, harness } from '../../helpers/queues.js';
-import { waitFor } from '../../helpers/redis.js';
+import { REDIS_URL, waitFor } from '../../helpers/redis.js';
+import { startTcpProxy } from '../../helpers/tcp-proxy.js';
 import { type PrivateRedis, startPrivateRedis } from '../../helpers/redis-server.js';
 
 const CHILD = fileURLToPath(new URL('../../helpers/pause-worker.ts', import.meta.url));
@@ -200,6 +203,48 @@ describe('a Redis that lost its pause', () => {
       expect((await controls.audit('orders', 10)).filter((a) => a.action === 'REAPPLY')).toHaveLength(3);
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+describe('a claim answered after the pause is announced', () => {
+  it('hands its jobs back at their due times instead of starting them; resumed, each runs once', async () => {
+    h = harness('pause-late-claim', { a: {} });
+    const redisPort = Number(new URL(REDIS_URL).port || 6379);
+    const proxy = await startTcpProxy({ port: redisPort });
+    // The worker's commands go through the proxy, its Pub/Sub does not: the
+    // claim's answer can be held back while the pause announcement arrives.
+    const slow = createRedis(`redis://127.0.0.1:${proxy.port}`, 'late-claim');
+    const sub = createRedis(REDIS_URL, 'late-claim-sub');
+    const started: string[] = [];
+    const worker = createWorker({
+      queue: createQueue(slow, { name: h.queue.name, types: { a: {} } }),
+      redis: slow,
+      subscriber: sub,
+      handlers: { a: async (job) => void started.push(job.id) },
+      idleRecheckMs: 60_000,
+      claimTimeoutMs: 10_000,
+    });
+    try {
+      await worker.start();
+      proxy.delay(1_500, 'answers');
+      const due = await h.queue.scheduleMany([0, 1, 2].map((i) => ({ id: `late-${i}`, type: 'a', delayMs: i })));
+      // The claim ran in Redis (its jobs are in flight) while its answer is held back; then the pause.
+      expect(await waitFor(async () => (await h!.queue.stats()).inFlight === 3, 5_000)).toBe(true);
+      await h.queue.pause();
+      // The answer arrives after the announcement: nothing starts, the jobs go back pending at their due times.
+      expect(await waitFor(async () => (await h!.queue.stats()).pending === 3, 10_000)).toBe(true);
+      expect(started).toEqual([]);
+      for (const [i, r] of due.entries()) expect(await h.queue.get(`late-${i}`)).toMatchObject({ state: 'pending', attempts: 0, dueAt: r.dueAt });
+      proxy.delay(0);
+      await h.queue.resume();
+      expect(await waitFor(() => started.length === 3, 10_000)).toBe(true);
+      expect(started.sort()).toEqual(['late-0', 'late-1', 'late-2']);
+    } finally {
+      await worker.stop();
+      slow.disconnect();
+      sub.disconnect();
+      await proxy.close();
     }
   });
 });
