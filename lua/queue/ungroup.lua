@@ -38,8 +38,10 @@ while g >= 0 and steps < tonumber(ARGV[2]) and recGroupsInUse() do
   steps = steps + 1
 end
 if not recGroupsInUse() then
-  -- No record left in a group: the state goes too, as if groups had never been on.
-  redis.call('DEL', recMeta)
+  -- No record left in a group: the state goes too, as if groups had never been
+  -- on; the shard's layout epoch (e, queue/layout-fence.lua) stays, or a
+  -- process writing by an older layout would get through the fence again.
+  redis.call('HDEL', recMeta, 'l', 'p', 'n', 'g')
   return { moved, -1 }
 end
 recDone()

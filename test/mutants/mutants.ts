@@ -1058,4 +1058,14 @@ export const MUTANTS: readonly Mutant[] = [
     integration: ['reshard-copy'],
     required: false,
   },
+  {
+    id: 'RS13',
+    rule: "ungroup keeps the shard's layout epoch (lua/queue/ungroup.lua)",
+    file: 'lua/queue/ungroup.lua',
+    find: "redis.call('HDEL', recMeta, 'l', 'p', 'n', 'g')",
+    replace: "redis.call('DEL', recMeta)",
+    model: [],
+    integration: ['reshard'],
+    required: false,
+  },
 ];

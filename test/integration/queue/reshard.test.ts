@@ -311,6 +311,17 @@ describe('the switch to move, with processes a refresh behind', () => {
     expect(await q.redriveAll()).toBe(1);
   });
 
+  it("ungroup (a rollback's first step) keeps the shard's layout epoch: the fence still refuses an older layout", async () => {
+    const name = await fresh(1);
+    const grouped = createQueue(redis, { name, types: TYPES, shards: 1, recordGroups: true });
+    await grouped.scheduleMany(Array.from({ length: 100 }, (_, i) => ({ id: `e${i}`, type: 't', delayMs: 3_600_000 })));
+    const k = shardKeys(P, name, 0);
+    expect(await runLayoutFence(redis, k, 3)).toBe(3);
+    expect(await queueOf(name, 1).ungroup()).toBe(100);
+    expect(await redis.hgetall(k.records)).toEqual({ e: '3' });
+    expect(await runLayoutFence(redis, k, 2)).toBe(3);
+  });
+
   it('a shard added while the worker stops is not polled after the stop', async () => {
     const name = await fresh(1);
     await redis.hset(reshardKey(P, name), { from: 1, to: 2, phase: 'poll' });
