@@ -62,6 +62,12 @@ local function movingKey()
   return parkedPrefix .. '~moving'
 end
 
+-- Whether the job is a dead job's unsettled copy: dead, to every write.
+local function movingDead(id)
+  local s = redis.call('ZSCORE', movingKey(), id)
+  return s ~= false and tonumber(s) > 0
+end
+
 -- The mover that owns this shard's part of a change by copy (a Redis
 -- Cluster): STRING, the generation of the latest mover to fence the shard
 -- (queue/move-fence.lua). move-in, move-out and move-settle run only for that

@@ -1,5 +1,6 @@
 --[[
-cancel: remove a job by id in whatever state it is (pending, parked, in flight, dead).
+cancel: remove a job by id in whatever state it is (pending, parked, in flight, dead;
+a copy a change of the shard count has not settled counts as what it was copied as).
 A worker running it keeps running, but its ack, nack or extension then finds
 no record and changes nothing.
 
@@ -37,6 +38,7 @@ if not rec then return 0 end
 local state = 1
 if redis.call('ZREM', inflight, id) == 1 then state = 2
 elseif redis.call('ZREM', dead, id) == 1 then state = 3
+elseif movingDead(id) then redis.call('ZREM', movingKey(), id); state = 3
 else pendingRemove(rec, id) end
 recDelete(key, id)
 redis.call('HDEL', errors, id)

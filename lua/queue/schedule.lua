@@ -56,7 +56,9 @@ Returns { now, codes }:
   codes  a string of N digits, one per job in order: 1 created, 2 updated,
          3 exists (nx found the job pending or in flight), 4 not found (xx
          found no pending or in-flight job, xp no pending one), 5 dead (nx
-         found the job in the dead set: it will not run unless redriven). A job with code 1 or 2 is due at its time ("at") or
+         found the job in the dead set, or a dead job's copy a change of the
+         shard count has not settled: it will not run unless redriven). A
+         job with code 1 or 2 is due at its time ("at") or
          now + its time ("in"); 3, 4 and 5 wrote nothing. 6 for every job:
          the shard's layout epoch is later than ARGV[9]; nothing written (the
          caller reads the layout again and retries).
@@ -110,7 +112,8 @@ for i = 0, n - 1 do
   local leased, died = false, false
   if rec then
     leased = redis.call('ZSCORE', inflight, id)
-    died = not leased and redis.call('ZSCORE', dead, id)
+    -- (or a dead job's copy a change of the shard count has not settled: dead too)
+    died = not leased and (redis.call('ZSCORE', dead, id) or movingDead(id))
   end
   local pending = rec and not leased and not died
 
@@ -139,8 +142,8 @@ for i = 0, n - 1 do
           pendingRemove(rec, id)
         elseif leased then
           redis.call('ZREM', inflight, id)
-        else
-          redis.call('ZREM', dead, id)
+        elseif redis.call('ZREM', dead, id) == 0 then
+          redis.call('ZREM', movingKey(), id)
         end
         recPut(key, id, newRec)
         redis.call('HDEL', errors, id)

@@ -9,8 +9,10 @@
 //   - the old shard keeps a proof of each job the mover removed (moved-out),
 //     and the copies a stopped mover left are filed on that proof only: a job
 //     gone from its old shard because it ran or was cancelled is not run again;
-//   - each step's writes reach a replica (WAIT) before the next step relies
-//     on them: a copy not yet on a replica is taken back, not filed.
+//   - a copy is relied on only once every replica of its master has it (WAIT)
+//     and the master still has it after the wait (read again: a failover
+//     before the wait answers for the new master); a proof goes only once
+//     its copy's settle is on the replicas and read back.
 import { type ShardKeys, movedOutKey, movingCopiesKey, shardOf } from '../keys.js';
 import { parseRecord } from '../record.js';
 import type { RedisClient } from '../redis-client.js';
@@ -29,42 +31,76 @@ export type CopyMover = {
 export type CopyReply = MoveReply & {
   /** Copies taken back because no replica acknowledged them in time: moved in a later pass. */
   unreplicated: number;
+  /** Copies taken back because the job changed in its old shard meanwhile (or lost): moved in a later pass. */
+  kept: number;
 };
 
 /** Moves `ids` (jobs of `from` whose new shard is `to`) in the three steps. */
 export async function moveByCopy(m: CopyMover, from: ShardKeys, to: ShardKeys, ids: readonly string[]): Promise<CopyReply> {
   const { redis, gen } = m;
-  const r: CopyReply = { moved: 0, inFlight: 0, dropped: 0, stuck: 0, unreplicated: 0 };
+  const r: CopyReply = { moved: 0, inFlight: 0, dropped: 0, stuck: 0, unreplicated: 0, kept: 0 };
   const seen = await Promise.all(ids.map((id) => runInspect(redis, from, id)));
-  const jobs: CopiedJob[] = [];
+  const read: CopiedJob[] = [];
   ids.forEach((id, i) => {
     const s = seen[i];
     if (!s || s.record === null) return;
     if (s.leaseUntil !== null) r.inFlight++;
     else if (s.diedAt === null && !readable(s.record)) r.stuck++;
-    else jobs.push({ id, record: s.record, diedAt: s.diedAt ?? 0, lastError: s.lastError });
+    else read.push({ id, record: s.record, diedAt: s.diedAt ?? 0, lastError: s.lastError });
   });
-  if (jobs.length === 0) return r;
-  const copied = await runMoveIn(redis, to, gen, jobs, m.recordGroups);
-  if (copied.some(Boolean) && !(await replicated(redis, to, m.replicaWaitMs))) {
-    // The old shard keeps every job: a failover now could lose the copies.
-    const back = jobs.filter((_, i) => copied[i]).map((j) => ({ id: j.id, gone: false }));
-    r.unreplicated += (await runMoveSettle(redis, to, gen, back)).takenBack;
-    return r;
+  if (read.length === 0) return r;
+  const copiedAt = await runMoveIn(redis, to, gen, read, m.recordGroups);
+  const copies = read.filter((_, i) => copiedAt[i]);
+  let live = new Set<string>();
+  if (copies.length > 0) {
+    if (!(await replicated(redis, to, m.replicaWaitMs))) {
+      // The old shard keeps every job: a failover now could lose the copies.
+      r.unreplicated += (
+        await runMoveSettle(
+          redis,
+          to,
+          gen,
+          copies.map((j) => ({ id: j.id, gone: false })),
+        )
+      ).takenBack;
+      return r;
+    }
+    // Read again after the wait: a master that changed under the mover (a
+    // failover before the wait) answers for copies it never had.
+    live = await stillCopies(redis, to, copies);
+    r.kept += copies.length - live.size; // a write took it (moved later) or a failover lost it (still in its old shard)
   }
-  const gone = await runMoveOut(redis, from, gen, jobs);
-  // Best effort: a removal lost with its master runs the job twice at worst, as any lost ack does.
-  if (gone.some(Boolean)) await replicated(redis, from, m.replicaWaitMs);
+  // Out of the old shard: the live copies, and the jobs the new shard already had (the later write).
+  const out = read.filter((j, i) => live.has(j.id) || !copiedAt[i]);
+  const gone = out.length > 0 ? await runMoveOut(redis, from, gen, out) : [];
   const settle: { id: string; gone: boolean }[] = [];
-  jobs.forEach((j, i) => {
-    if (copied[i]) settle.push({ id: j.id, gone: gone[i] === true });
+  out.forEach((j, i) => {
+    if (live.has(j.id)) settle.push({ id: j.id, gone: gone[i] === true });
     else if (gone[i]) r.dropped++; // the new shard had it: the later write
   });
-  if (settle.length > 0) r.moved += (await runMoveSettle(redis, to, gen, settle)).filed;
-  const removed = jobs.filter((_, i) => gone[i]).map((j) => j.id);
-  // The proofs are needed until the settle is safe on a replica; else they stay until the change ends.
-  if (removed.length > 0 && (await replicated(redis, to, m.replicaWaitMs))) await redis.zrem(movedOutKey(from), ...removed);
+  if (settle.length > 0) {
+    const s = await runMoveSettle(redis, to, gen, settle);
+    r.moved += s.filed;
+    r.kept += s.takenBack; // changed in the old shard since it was read: moved in a later pass
+  }
+  const removed = out.filter((_, i) => gone[i]);
+  if (removed.length > 0) {
+    // Best effort: a removal lost with its master runs the job twice at worst, as any lost ack does.
+    await replicated(redis, from, m.replicaWaitMs);
+    // A proof goes once its copy's settle is on a replica, read back from the master that has it.
+    if (await replicated(redis, to, m.replicaWaitMs)) {
+      const unsettled = await stillCopies(redis, to, removed);
+      const done = removed.filter((j) => !unsettled.has(j.id)).map((j) => j.id);
+      if (done.length > 0) await redis.zrem(movedOutKey(from), ...done);
+    }
+  }
   return r;
+}
+
+/** Which of `jobs` are among the shard's unsettled copies now. */
+async function stillCopies(redis: RedisClient, k: ShardKeys, jobs: readonly { id: string }[]): Promise<Set<string>> {
+  const scores = await redis.zmscore(movingCopiesKey(k), ...jobs.map((j) => j.id));
+  return new Set(jobs.filter((_, i) => scores[i] !== null).map((j) => j.id));
 }
 
 /**
@@ -98,18 +134,18 @@ export async function forgetMovedOut(redis: RedisClient, keys: readonly ShardKey
 }
 
 /**
- * Whether a replica of the master holding shard `k` has acknowledged the
- * writes this client sent it so far (WAIT, through the connection the
+ * Whether every replica of the master holding shard `k` has acknowledged
+ * the writes this client sent it so far (WAIT, through the connection the
  * mover's scripts used: a pipeline goes to the slot of its keyed command).
- * True at once when the master has no replica: there is no failover to lose
- * the write to.
+ * Every replica, since a failover may promote any of them. True at once when
+ * the master has none: there is no failover to lose the write to.
  */
 export async function replicated(redis: RedisClient, k: ShardKeys, timeoutMs: number): Promise<boolean> {
   const role = await redis.pipeline().exists(k.records).call('ROLE').exec();
   const replicas = (role?.[1]?.[1] as unknown[] | undefined)?.[2];
   if (!Array.isArray(replicas) || replicas.length === 0) return true;
-  const acked = await redis.pipeline().exists(k.records).call('WAIT', 1, timeoutMs).exec();
-  return Number(acked?.[1]?.[1] ?? 0) >= 1;
+  const acked = await redis.pipeline().exists(k.records).call('WAIT', replicas.length, timeoutMs).exec();
+  return Number(acked?.[1]?.[1] ?? 0) >= replicas.length;
 }
 
 function readable(record: string): boolean {

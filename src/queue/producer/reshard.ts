@@ -153,7 +153,8 @@ export async function reshard(redis: RedisClient, q: { prefix: string; name: str
       result.stuck = pass.stuck;
       log.info({ queue: q.name, ...pass, settled: left, pass: result.passes }, 'reshard: pass done');
       if (pass.unreplicated > 0) log.warn({ queue: q.name, copies: pass.unreplicated }, 'reshard: copies no replica acknowledged in time taken back');
-      clean = pass.moved + pass.dropped + pass.inFlight + pass.unreplicated + left === 0 ? clean + 1 : 0;
+      // A job kept in its old shard (changed since it was read) is still to move: the pass is not clean.
+      clean = pass.moved + pass.dropped + pass.inFlight + pass.unreplicated + pass.kept + left === 0 ? clean + 1 : 0;
       if (pass.moved + pass.dropped === 0) await sleep(o.waitMs ?? 500);
       await renew();
     }
@@ -203,7 +204,7 @@ async function droppedEmpty(redis: RedisClient, keys: readonly ShardKeys[], from
   return true;
 }
 
-type Pass = { moved: number; dropped: number; inFlight: number; stuck: number; unreplicated: number };
+type Pass = { moved: number; dropped: number; inFlight: number; stuck: number; unreplicated: number; kept: number };
 
 /** One look at every old shard: expired leases back to due, then every job whose shard changes moved. */
 async function movePass(
@@ -215,7 +216,7 @@ async function movePass(
   mover: CopyMover | undefined,
   renew: () => Promise<void>,
 ): Promise<Pass> {
-  const pass: Pass = { moved: 0, dropped: 0, inFlight: 0, stuck: 0, unreplicated: 0 };
+  const pass: Pass = { moved: 0, dropped: 0, inFlight: 0, stuck: 0, unreplicated: 0, kept: 0 };
   const batch = o.batch ?? 500;
   for (let s = 0; s < from; s++) {
     const k = keys[s] as ShardKeys;
@@ -235,8 +236,11 @@ async function movePass(
         for (let i = 0; i < list.length; i += batch) {
           const part = list.slice(i, i + batch);
           const target = keys[t] as ShardKeys;
-          const r = mover ? await moveByCopy(mover, k, target, part) : { ...(await runMove(redis, k, target, part, o.recordGroups ?? false)), unreplicated: 0 };
+          const r = mover
+            ? await moveByCopy(mover, k, target, part)
+            : { ...(await runMove(redis, k, target, part, o.recordGroups ?? false)), unreplicated: 0, kept: 0 };
           pass.unreplicated += r.unreplicated;
+          pass.kept += r.kept;
           pass.moved += r.moved;
           pass.dropped += r.dropped;
           pass.inFlight += r.inFlight;

@@ -1,10 +1,11 @@
 // The mover's way on a Redis Cluster (copy, remove, settle:
 // producer/reshard-copy.ts) when it is interrupted between its steps, staged
 // by hand at those points: a mover that stops, a second mover after a lock
-// expiry, a dead job read between the steps, and a replica that has not
-// acknowledged a copy (a failover then would lose it). Each ends with the
-// job in exactly one shard, run at most once, and a reshard run again
-// finishing the change.
+// expiry, a dead job read and written between the steps, a job changed in its
+// old shard between them, a master that no longer has the copy after the
+// wait (a failover), and a replica that has not acknowledged a copy. Each
+// ends with the job in exactly one shard, run at most once, and a reshard
+// run again finishing the change.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { RedisClient } from '../../../src/core/redis.js';
@@ -14,7 +15,8 @@ import { moveByCopy, settleLeftCopies, type CopyMover } from '../../../src/queue
 import { parseRecord } from '../../../src/queue/record.js';
 import { runInspect } from '../../../src/queue/scripts/admin-scripts.js';
 import { StaleMoverError, runLayoutFence, runMoveFence, runMoveIn, runMoveOut } from '../../../src/queue/scripts/move-scripts.js';
-import { runSchedule } from '../../../src/queue/scripts/schedule-scripts.js';
+import { runCancel, runSchedule } from '../../../src/queue/scripts/schedule-scripts.js';
+import { createQueue } from '../../../src/queue/producer/queue.js';
 import { runAck, runClaim, runNack } from '../../../src/queue/scripts/scripts.js';
 import { startPrivateRedis, type PrivateRedis } from '../../helpers/redis-server.js';
 import { dropQueue, redisClient, uniqueQueueName, waitFor } from '../../helpers/redis.js';
@@ -56,6 +58,26 @@ async function moverOf(r: RedisClient, name: string, k: readonly ReturnType<type
   const gen = await r.incr(reshardGenKey(P, name));
   for (const s of k) expect(await runMoveFence(r, s, gen)).toBe(gen);
   return { redis: r, gen, recordGroups: false, replicaWaitMs };
+}
+
+/**
+ * The client, with `before` run ahead of the named command (a script by its
+ * registry name, or a Redis command) each time `when(n)` says so for its
+ * n-th call: a write of another process landing between the mover's steps.
+ */
+function interposed(r: RedisClient, command: string, when: (n: number) => boolean, before: () => Promise<unknown>): RedisClient {
+  let n = 0;
+  return new Proxy(r, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      if (prop !== command) return v.bind(target);
+      return async (...args: unknown[]) => {
+        if (when(++n)) await before();
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 const where = async (r: RedisClient, k: readonly ReturnType<typeof shardKeys>[], id: string) => {
@@ -148,6 +170,100 @@ describe('a change by copy interrupted between its steps', () => {
 
     await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
     expect(await redis.zscore(k[1].dead, id)).toBe(String(seen.diedAt));
+  });
+});
+
+describe('a change by copy with writes between its steps', () => {
+  it('a job changed in its old shard between the read and the remove is still to move: the change does not end before it moved', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('hot');
+    await schedule(redis, k[0], id, 60_000);
+    // In the first two passes a producer reschedules the job just before the mover's remove.
+    const mover = interposed(
+      redis,
+      'dqMoveOut',
+      (n) => n <= 2,
+      () => schedule(redis, k[0], id, 120_000),
+    );
+    const r = await reshard(mover, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(r.passes).toBeGreaterThan(3);
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
+    expect(((await runInspect(redis, k[1], id)).dueAt ?? 0) - Date.now()).toBeGreaterThan(100_000); // the later write
+  });
+
+  it('copies the master no longer has after the wait (a failover before it) are not relied on: the jobs stay in their old shard', async () => {
+    const { name, k } = await queueMidChange();
+    const ids = [movingId('lost-a'), movingId('lost-b')];
+    for (const id of ids) await schedule(redis, k[0], id, 60_000);
+    const m = await moverOf(redis, name, k);
+    // The master that answers the read after the wait never had the copies.
+    const lost = async () => {
+      for (const id of ids) await redis.zrem(movingCopiesKey(k[1]), id);
+      await redis.hdel(k[1].jobs, ...ids);
+    };
+    const r = await moveByCopy({ ...m, redis: interposed(redis, 'zmscore', (n) => n === 1, lost) }, k[0], k[1], ids);
+    expect(r).toMatchObject({ moved: 0, kept: 2 });
+    for (const id of ids) expect(await where(redis, k, id)).toEqual(['shard 0: pending']);
+    expect(await redis.exists(movedOutKey(k[0]))).toBe(0);
+    expect(await moveByCopy(m, k[0], k[1], ids)).toMatchObject({ moved: 2, kept: 0 });
+  });
+
+  it("a proof stays while its copy's settle is not on the master after the wait (a failover lost it); the pass's end files the copy on it", async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('unsettled');
+    await schedule(redis, k[0], id, 60_000);
+    const m = await moverOf(redis, name, k);
+    // The settle lost: the copy back among the unsettled ones, out of its due bucket.
+    const lostSettle = async () => {
+      await runSchedule(
+        redis,
+        k[1],
+        { mode: 'upsert', timeKind: 'in', type: 't', maxAttempts: 1, priority: undefined },
+        [{ id, time: 60_000, payload: '{}' }],
+        false,
+        1,
+      );
+      const rec = (await runInspect(redis, k[1], id)).record!;
+      await runCancel(redis, k[1], id, 1);
+      await redis.hset(k[1].jobs, id, rec);
+      await redis.zadd(movingCopiesKey(k[1]), 0, id);
+    };
+    const r = await moveByCopy({ ...m, redis: interposed(redis, 'zmscore', (n) => n === 2, lostSettle) }, k[0], k[1], [id]);
+    expect(r).toMatchObject({ moved: 1 });
+    expect(await redis.zscore(movedOutKey(k[0]), id)).not.toBeNull();
+    expect(await settleLeftCopies(m, k, 1, 2)).toBe(1);
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
+    expect((await runClaim(redis, k[1], 10, 30_000, 0)).jobs).toEqual([]); // due in a minute, filed in its bucket
+  });
+
+  it('a dead job copied and removed but not yet settled stays dead to a reschedule, an nx schedule and a cancel', async () => {
+    const { name, k } = await queueMidChange();
+    const ids = [movingId('dead-w0'), movingId('dead-w1')];
+    for (const id of ids) {
+      await schedule(redis, k[0], id, 0, 'fail');
+      const [job] = (await runClaim(redis, k[0], 10, 30_000, 0)).jobs;
+      await runNack(redis, k[0], id, parseRecord(job!.record).token, 'dead', 0, 'boom');
+    }
+    const a = await moverOf(redis, name, k);
+    const jobs = await Promise.all(
+      ids.map(async (id) => {
+        const seen = await runInspect(redis, k[0], id);
+        return { id, record: seen.record!, diedAt: seen.diedAt!, lastError: seen.lastError };
+      }),
+    );
+    await runMoveIn(redis, k[1], a.gen, jobs, false);
+    expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true, true]);
+    const q = createQueue(redis, { name, types: { t: {}, fail: {} }, shards: 1 });
+    await q.layout.fresh(true);
+    expect(q.layout.current.phase).toBe('move');
+    expect(await q.reschedule(ids[0]!, { delayMs: 0 })).toMatchObject({ status: 'not_found' });
+    expect((await q.scheduleMany([{ id: ids[0]!, type: 'fail', delayMs: 0, mode: 'nx' }]))[0]).toMatchObject({ status: 'dead' });
+    expect(await q.cancel(ids[1]!)).toEqual({ cancelled: true, state: 'dead' });
+    expect((await runClaim(redis, k[1], 10, 30_000, 0)).jobs).toEqual([]);
+
+    await reshard(redis, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(await where(redis, k, ids[0]!)).toEqual(['shard 1: dead']);
+    expect(await where(redis, k, ids[1]!)).toEqual([]);
   });
 });
 
