@@ -214,7 +214,8 @@ describe('a lead list changed while one of its reminders is being sent', () => {
     const a = await book({ startsAt: startIn(60_000), remindBeforeSeconds: [59, 58, 30] });
     const [x, y] = [await reminderOf(a.id, 59), await reminderOf(a.id, 58)];
     await patch(a.id, { remindBeforeSeconds: [58, 30] });
-    expect(await statusOf(x.id)).toBe('CANCELLED');
+    // Withdrawn at once, or, when the patch met one of its failing calls running (SENDING), once that call ends.
+    expect(await waitFor(async () => (await statusOf(x.id)) === 'CANCELLED', 5_000, 20)).toBe(true);
     expect(await statusOf(y.id)).not.toBe('CANCELLED');
     hook.setBehaviour(() => 'ok');
     expect(await waitFor(async () => (await statusOf(y.id)) === 'SENT', 10_000, 50)).toBe(true);
