@@ -789,6 +789,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'QP6',
+    rule: 'a worker whose wake connection was down when a pause was announced hands back its waiting jobs once it is back (consumer/worker.ts)',
+    file: 'src/queue/consumer/worker.ts',
+    find: '        onReconnect: handBackIfPaused,\n',
+    replace: '',
+    model: [],
+    integration: ['pause'],
+    required: false,
+  },
+  {
     id: 'QR1',
     rule: 'among due jobs a higher priority is claimed first (lua/lib/due-index.lua, dueTake)',
     file: 'lua/lib/due-index.lua',

@@ -118,6 +118,16 @@ export function createWorker(o: WorkerOptions): Worker {
     });
   };
 
+  // A pause announced while the wake connection was down was not heard: once
+  // it is back, the pause state is read and, if anything is paused, handed
+  // back as on the announcement.
+  const handBackIfPaused = () => {
+    queue.pauseState().then(
+      (s) => (s.queue || s.types.length > 0 || s.partial.length > 0) && handBackOnPause(),
+      (err: unknown) => log.warn({ err, queue: queue.name }, 'pause state not read after the wake connection came back'),
+    );
+  };
+
   // A new head announces its due time; a pause -1 (lua/queue/pause.lua); a
   // change of the shard count LAYOUT_CHANGED (producer/reshard.ts).
   const targetOf = (shard: number, poller: ShardPoller): WakeTarget => ({
@@ -158,6 +168,7 @@ export function createWorker(o: WorkerOptions): Worker {
         targets: pollers.map((p, shard) => targetOf(shard, p)),
         idleRecheckMs,
         log,
+        onReconnect: handBackIfPaused,
       });
       follower.start();
       follower.readNow(); // a count changed since this process was configured: its shards at once

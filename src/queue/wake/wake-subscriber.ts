@@ -125,6 +125,8 @@ export async function listenForWakeUps(o: {
   readonly targets: readonly WakeTarget[];
   readonly idleRecheckMs: number;
   readonly log: QueueLogger;
+  /** After the loops are woken on a reconnect: what else an announcement missed meanwhile needs (a pause's hand-back). */
+  readonly onReconnect?: () => void;
 }): Promise<WakeListener> {
   const subscriber = o.subscriber ?? subscriberOf(o.redis);
   const close = () => {
@@ -136,7 +138,10 @@ export async function listenForWakeUps(o: {
     wake = await startWakeSubscriber({
       subscriber,
       channels: new Map(o.targets.map((t) => [t.channel, (at: number) => t.wakeAt(at)])),
-      onReconnect: () => targets.forEach((t) => t.wakeNow()),
+      onReconnect: () => {
+        targets.forEach((t) => t.wakeNow());
+        o.onReconnect?.();
+      },
       pingEveryMs: o.idleRecheckMs,
       pingTimeoutMs: Math.max(o.idleRecheckMs, 2_000),
       log: o.log,

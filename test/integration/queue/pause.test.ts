@@ -5,7 +5,9 @@
 // waits while the other flows; and a Redis restarted without the pause comes
 // back unpaused until the pause check logs it, audits it and re-applies it
 // (and a resume Redis lost is lifted the same way). A claim that ran just
-// before the pause and answers after it is announced starts nothing.
+// before the pause and answers after it is announced starts nothing, and a
+// worker whose wake connection was down when the pause was announced hands
+// back its waiting jobs once it is back.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -243,6 +245,59 @@ describe('a claim answered after the pause is announced', () => {
     } finally {
       await worker.stop();
       slow.disconnect();
+      sub.disconnect();
+      await proxy.close();
+    }
+  });
+});
+
+describe('a pause announced while a worker was not listening', () => {
+  it('once its wake connection is back, the worker hands back the jobs waiting in it; resumed, each runs once', async () => {
+    h = harness('pause-unheard', { a: {} });
+    const redisPort = Number(new URL(REDIS_URL).port || 6379);
+    const proxy = await startTcpProxy({ port: redisPort });
+    const direct = createRedis(REDIS_URL, 'unheard');
+    const sub = createRedis(`redis://127.0.0.1:${proxy.port}`, 'unheard-sub');
+    const started: string[] = [];
+    let unblock = () => {};
+    const blocked = new Promise<void>((r) => (unblock = r));
+    const worker = createWorker({
+      queue: createQueue(direct, { name: h.queue.name, types: { a: {} } }),
+      redis: direct,
+      subscriber: sub,
+      concurrency: 1,
+      prefetch: 10,
+      handlers: {
+        a: async (job) => {
+          started.push(job.id);
+          if (job.id === 'block') await blocked;
+        },
+      },
+    });
+    try {
+      await worker.start();
+      await h.queue.schedule({ id: 'block', type: 'a', delayMs: 0 });
+      expect(await waitFor(() => started.includes('block'), 5_000)).toBe(true);
+      await h.queue.scheduleMany([1, 2, 3, 4, 5].map((i) => ({ id: `w${i}`, type: 'a', delayMs: 0 })));
+      // Claimed, waiting behind the blocked job.
+      expect(await waitFor(async () => (await h!.queue.stats()).inFlight === 6, 5_000)).toBe(true);
+      // The wake connection goes down; the pause is announced while it is.
+      const down = proxy.refuse(1_500);
+      expect(proxy.dropAll()).toBeGreaterThan(0);
+      await h.queue.pause();
+      await down;
+      // Back: the waiting jobs go back pending; the running one goes on.
+      expect(await waitFor(async () => (await h!.queue.stats()).pending === 5, 10_000)).toBe(true);
+      unblock();
+      expect(await waitFor(async () => (await h!.queue.stats()).inFlight === 0, 5_000)).toBe(true);
+      expect(started).toEqual(['block']);
+      await h.queue.resume();
+      expect(await waitFor(() => started.length === 6, 10_000)).toBe(true);
+      expect(started.slice(1).sort()).toEqual(['w1', 'w2', 'w3', 'w4', 'w5']);
+    } finally {
+      unblock();
+      await worker.stop();
+      direct.disconnect();
       sub.disconnect();
       await proxy.close();
     }
