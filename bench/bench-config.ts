@@ -3,11 +3,12 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config.js';
 
-export const SCENARIOS = ['enqueue', 'memory', 'claim1', 'claim50', 'claim50ctl', 'lateness1', 'lateness4'] as const;
+export const SCENARIOS = ['enqueue', 'memory', 'memoryctl', 'claim1', 'claim50', 'claim50ctl', 'lateness1', 'lateness4'] as const;
 /**
  * claim50ctl: claim + ack at concurrency 50 with the queue controls in use but
  * not biting (jobs of ten priorities, a rate limit far above the load), beside
- * claim50 without them; for the engines that have both (ours, BullMQ).
+ * claim50 without them; memoryctl: storage per pending job with the jobs of
+ * ten priorities, beside memory; for the engines that have both (ours, BullMQ).
  */
 export const CONTROL_ENGINES: readonly EngineName[] = ['ours', 'bullmq'];
 /** The rate limit of claim50ctl: far above any claim rate measured here, so it judges every job and refuses none. */

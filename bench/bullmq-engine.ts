@@ -71,7 +71,7 @@ export function openBullmq(redisUrl: string, ids: QueueIds, controls = false): B
     },
     storage: () => keysStorage(redisUrl, `${ids.prefix}:${ids.name}:*`),
     async addDelayed(jobs) {
-      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { delay: j.delayMs } })));
+      await queue.addBulk(jobs.map((j) => ({ name: 'noop', data: PAYLOAD, opts: { delay: j.delayMs, ...(controls && { priority: 10 - (j.n % 10) }) } })));
     },
     async addAt(jobs) {
       // Timestamp + delay is exactly the intended due time (BullMQ scores delayed jobs by it).

@@ -68,7 +68,9 @@ export function openOurs(redisUrl: string, ids: QueueIds, controls = false): Ben
     },
     storage: () => keysStorage(redisUrl, `${ids.prefix}:{${ids.name}:*`),
     async addDelayed(jobs) {
-      await queue.scheduleMany(jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, delayMs: j.delayMs })));
+      await queue.scheduleMany(
+        jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, delayMs: j.delayMs, ...(controls && { priority: priorityOf(j.n) }) })),
+      );
     },
     async addAt(jobs) {
       await queue.scheduleMany(jobs.map((j) => ({ id: businessId(j.n), type: 'noop', payload: PAYLOAD, at: j.dueAt })));

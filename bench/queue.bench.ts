@@ -1,8 +1,8 @@
 // Side-by-side benchmark of our delay queue and its peers in the same run
 // (BullMQ on the same Redis; pg-boss and graphile-worker on the local
 // PostgreSQL): enqueue rate, storage per pending job, claim + ack throughput
-// (also with priorities and a rate limit in use, not biting: ours and BullMQ)
-// and lateness.
+// (also with priorities and a rate limit in use, not biting: ours and BullMQ;
+// storage also with priorities) and lateness.
 // Prints one JSON document on stdout, prepends a section to bench/HISTORY.md and,
 // for a full-size run, replaces the queue's rows of BENCHMARKS.md's current figures.
 // Settings: see bench-config.ts (BENCH_SCALE, BENCH_ONLY, BENCH_SCENARIOS, BENCH_RECORD_GROUPS, BENCH_WRITE).
@@ -50,6 +50,13 @@ async function runEngine(cfg: BenchConfig, admin: Redis, engine: EngineName, sce
         if (want('memory')) into.memory = r.memory;
         const used = r.memory.usedMemoryBytesPerJob === undefined ? '' : `${r.memory.usedMemoryBytesPerJob} B/job used_memory, `;
         log(`  ${engine} enqueue: ${r.enqueue.jobsPerSec} jobs/s, ${used}${r.memory.keyBytesPerJob} B/job in its storage`);
+        return;
+      }
+      case 'memoryctl': {
+        if (!CONTROL_ENGINES.includes(engine)) return;
+        const r = await withQueue(cfg, engine, scenario, (q) => measureEnqueue(cfg, admin, q, delays), true);
+        into.memoryctl = r.memory;
+        log(`  ${engine} storage, ten priorities: ${r.memory.keyBytesPerJob} B/job in its storage`);
         return;
       }
       case 'claim1':
@@ -133,6 +140,7 @@ function ratiosOf(r: RunResults): Record<string, Record<string, Num>> {
     'enqueue.jobsPerSec',
     'memory.usedMemoryBytesPerJob',
     'memory.keyBytesPerJob',
+    'memoryctl.keyBytesPerJob',
     'claim1.jobsPerSec',
     'claim50.jobsPerSec',
     'claim50ctl.jobsPerSec',

@@ -39,6 +39,7 @@ function rows(): Row[] {
       get: (r) => ok(r?.memory)?.keyBytesPerJob,
       target: { op: '<=', value: 180 },
     },
+    { label: QUEUE_FIGURES.storagectl, get: (r) => ok(r?.memoryctl)?.keyBytesPerJob },
     { label: 'Claim + ack, concurrency 1 (jobs/s)', get: (r) => ok(r?.claim1)?.jobsPerSec, target: { op: '>=', value: 5_000 } },
     { label: 'Claim + ack, concurrency 50 (jobs/s)', get: (r) => ok(r?.claim50)?.jobsPerSec, target: { op: '>=', value: 50_000 } },
     { label: QUEUE_FIGURES.claim50ctl, get: (r) => ok(r?.claim50ctl)?.jobsPerSec },
@@ -114,6 +115,7 @@ export function writeReport(section: string, file = FILE): string {
 export const QUEUE_FIGURES = {
   enqueue: 'Enqueue, delayed jobs/s',
   storage: 'Storage per pending job: MEMORY USAGE of keys, or tables with indexes (B)',
+  storagectl: 'Storage per pending job, ten priorities in use (B)',
   claim50: 'Claim + ack, concurrency 50 (jobs/s)',
   claim50ctl: 'Claim + ack, c50, priorities and a rate limit in use, not biting (jobs/s)',
   claim1: 'Claim + ack, concurrency 1 (jobs/s)',
@@ -137,6 +139,7 @@ export function currentRows(meta: RunMeta, results: RunResults, recordGroups: bo
   const rows: CurrentRow[] = [
     { figure: QUEUE_FIGURES.enqueue, ...one((r) => ok(r?.enqueue)?.jobsPerSec), ...base },
     { figure: QUEUE_FIGURES.storage, ...one((r) => ok(r?.memory)?.keyBytesPerJob), ...base },
+    { figure: QUEUE_FIGURES.storagectl, ...one((r) => ok(r?.memoryctl)?.keyBytesPerJob), ...base },
     { figure: QUEUE_FIGURES.claim50, ...one((r) => ok(r?.claim50)?.jobsPerSec), ...base },
     { figure: QUEUE_FIGURES.claim50ctl, ...one((r) => ok(r?.claim50ctl)?.jobsPerSec), ...base },
     { figure: QUEUE_FIGURES.claim1, ...one((r) => ok(r?.claim1)?.jobsPerSec), ...base },

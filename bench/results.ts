@@ -7,6 +7,8 @@ export type Failed = { error: string };
 export type EngineResults = {
   enqueue?: EnqueueResult | Failed;
   memory?: MemoryResult | Failed;
+  /** memory with the jobs of ten priorities (ours and BullMQ). */
+  memoryctl?: MemoryResult | Failed;
   claim1?: ClaimResult | Failed;
   claim50?: ClaimResult | Failed;
   /** claim50 with priorities in use and a rate limit far above the load (ours and BullMQ). */
