@@ -51,7 +51,7 @@ import type { Model } from './appointments/model.js';
 import { ChangeLead } from './appointments/lead.step.js';
 import { Cancel, Move, MoveAndCancel } from './appointments/move-cancel.steps.js';
 import { Read } from './appointments/read.step.js';
-import { BookLeads, CancelLeads, ChangeLeads, LeadsAwayAndBack, LeadsDuringCall, MoveLeads } from './appointments/leads.steps.js';
+import { BookLeads, BookOneLead, CancelLeads, ChangeLeads, LeadsAwayAndBack, LeadsDuringCall, MoveLeads } from './appointments/leads.steps.js';
 import { settleAndCheck } from './appointments/settle-and-check.js';
 import { ForeignCancel, ForeignMove, ForeignNotifications, ForeignRead, ForeignRepeatBook } from './appointments/cross-client.steps.js';
 import { type Step, runSuite } from './runner.js';
@@ -115,6 +115,13 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(fc.nat(), offset, offset).map(([i, x, y]) => new MoveTwice(i, [x, y])) },
   // Several leads: one reminder per slot and lead, each moved, dropped, added and withdrawn on its own.
   { weight: 2, arbitrary: fc.tuple(leadList(2, 3), offset, client).map(([l, o, c]) => new BookLeads(l, o, c)) },
+  // One lead as a number (the one-lead form), then given a list: its reminder, naming no lead, stays its lead's.
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.integer({ min: 1, max: 5 }), offset, client, leadList(0, 3), fc.constantFrom(0, 300, 1_200))
+      .map(([l, o, c, t, w]) => new BookOneLead(l, o, c, t, w)),
+  },
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.option(fc.nat(), { nil: null }), offset).map(([i, b, o]) => new MoveLeads(i, b, o)) },
   { weight: 2, arbitrary: fc.tuple(fc.nat(), leadList(1, 3)).map(([i, l]) => new ChangeLeads(i, l)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new CancelLeads(i)) },

@@ -7,10 +7,8 @@
 // took it.
 import { type Real, cutOffBy, excuse, repeatExplained } from '../runner.js';
 import { type Row, outcomeUnknown, owedBy, slotOf } from './checks.js';
-import { type MultiAppt, holdKey } from './leads.steps.js';
+import { type MultiAppt, holdKey, leadOfRow } from './leads.steps.js';
 import { EPS_MS, type Held, type Model } from './model.js';
-
-const leadOf = (n: Row) => (n.payload as { leadSeconds?: number }).leadSeconds ?? -1;
 
 /** The run has settled for these bookings: every lead held to the end past its remind time has its reminder ended. */
 export function leadsSettled(m: Model, rows: readonly Row[], ended: (n: Row) => boolean): boolean {
@@ -20,7 +18,9 @@ export function leadsSettled(m: Model, rows: readonly Row[], ended: (n: Row) => 
     if (held.some((t) => t > Date.now())) return false;
     return a.leads.every((lead) => {
       const h = a.holds.get(holdKey(a.current, lead))?.at(-1);
-      return !h || h.remindAt === Infinity || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && leadOf(n) === lead && ended(n));
+      return (
+        !h || h.remindAt === Infinity || rows.some((n) => n.appointmentId === a.id && slotOf(n) === a.current && leadOfRow(a, n.payload) === lead && ended(n))
+      );
     });
   });
 }
@@ -37,6 +37,7 @@ export function checkLeads(m: Model, r: Real, rows: readonly Row[], add: (p: str
 
   function checkOne(a: MultiAppt): void {
     const mine = rows.filter((n) => n.appointmentId === a.id);
+    const leadOf = (n: Row) => leadOfRow(a, n.payload);
     for (const n of mine) {
       if (n.client !== a.client) add(`appointment ${a.id} (of ${a.client}): reminder ${n.id} is ${n.client}'s`);
       const held = a.holds.get(holdKey(slotOf(n), leadOf(n)));

@@ -1,7 +1,7 @@
 // The appointments model suite's several-lead bookings: booked with a list of
-// leads, moved (to a new slot or back), given a new list (leads dropped,
-// added, kept), cancelled, and a list changed while one of its reminders'
-// call runs. The model keeps, per slot and lead, when the appointment held
+// leads (or with one lead as a number, the one-lead form, then given a list),
+// moved (to a new slot or back), given a new list (leads dropped, added,
+// kept), cancelled, and a list changed while one of its reminders' call runs. The model keeps, per slot and lead, when the appointment held
 // it and the remind time its answer gave (Infinity: skipped, its time had
 // passed while another reminder was still to come: no reminder owed, none
 // allowed).
@@ -18,7 +18,18 @@ export type MultiAppt = {
   current: string;
   /** Per slot and lead (holdKey), its holds. */
   holds: Map<string, Held[]>;
+  /**
+   * Booked with one lead as a number: that lead. A reminder written in that
+   * form names no lead (its payload has no leadSeconds): it is this lead's,
+   * on its slot, for the life of the booking there (the key lead).
+   */
+  oneLead?: number;
+  /** Still stored in the one-lead form (no list given yet). */
+  oneLeadForm?: boolean;
 };
+
+/** The lead a reminder row is for: its payload's, or the one-lead form's lead (the key lead). */
+export const leadOfRow = (a: MultiAppt, payload: unknown): number => (payload as { leadSeconds?: number }).leadSeconds ?? a.oneLead ?? -1;
 
 export const holdKey = (startsAt: string, lead: number) => `${startsAt}#${lead}`;
 /** A list of leads as the service keeps it: distinct, longest first. */
@@ -51,10 +62,18 @@ function leadsOf(res: Reply, what: string, asked: readonly number[]): LeadJson[]
   return leads;
 }
 
-export async function bookLeads(m: Model, r: Real, client: ModelClient, leads: readonly number[], offsetMs: number): Promise<MultiAppt | null> {
+export async function bookLeads(
+  m: Model,
+  r: Real,
+  client: ModelClient,
+  leads: readonly number[],
+  offsetMs: number,
+  asNumber = false,
+): Promise<MultiAppt | null> {
   const key = `${r.tag}-l${m.books++}`;
   const startsAt = startAt(Math.max(...leads) * 1_000, offsetMs);
-  const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: leads };
+  const oneLead = asNumber && leads.length === 1 ? leads[0] : undefined;
+  const body = { customerId: r.tag, contact: `${key}@example.com`, channel: 'email', startsAt, remindBeforeSeconds: oneLead ?? leads };
   const res = await r.world.httpAs(client).send('POST', '/appointments', body, { 'idempotency-key': key });
   if (res.status === 422 && res.body.code === 'STARTS_AT_IN_PAST' && res.receivedAt >= Date.parse(startsAt)) {
     if ((await r.world.db.appointment.count({ where: { idempotencyKey: { endsWith: key }, client } })) > 0)
@@ -62,7 +81,15 @@ export async function bookLeads(m: Model, r: Real, client: ModelClient, leads: r
     return null;
   }
   if (res.status !== 201 || res.body.startsAt !== startsAt) fail(`book leads ${leads.join(',')} as ${client}`, res);
-  const a: MultiAppt = { id: String(res.body.id), client, leads: normal(leads), cancelled: false, current: startsAt, holds: new Map() };
+  const a: MultiAppt = {
+    id: String(res.body.id),
+    client,
+    leads: normal(leads),
+    cancelled: false,
+    current: startsAt,
+    holds: new Map(),
+    ...(oneLead !== undefined && { oneLead, oneLeadForm: true }),
+  };
   for (const l of leadsOf(res, `book ${a.id}`, leads)) openLead(a, l, res.firstSentAt);
   m.multi.push(a);
   return a;
@@ -81,6 +108,33 @@ export class BookLeads extends Step<Model> {
   }
   toString() {
     return `BookLeads([${this.leads.join(', ')}], remind in ${this.offsetMs} ms, ${this.as})`;
+  }
+}
+
+/**
+ * One lead sent as a number (the one-lead form), then, after `afterMs` (its
+ * reminder written by then when it was due at once), given the list `then`
+ * (with its one lead added when `then` is that lead alone's replacement): the
+ * one-lead reminder, naming no lead, stays its lead's; the others get theirs.
+ */
+export class BookOneLead extends Step<Model> {
+  constructor(
+    readonly lead: number,
+    readonly offsetMs: number,
+    readonly as: ModelClient,
+    readonly then: readonly number[],
+    readonly afterMs: number,
+  ) {
+    super();
+  }
+  async act(m: Model, r: Real) {
+    const a = await bookLeads(m, r, this.as, [this.lead], this.offsetMs, true);
+    if (!a || this.then.length === 0) return;
+    await new Promise((done) => setTimeout(done, this.afterMs));
+    await new ChangeLeads(m.multi.indexOf(a), this.then).act(m, r);
+  }
+  toString() {
+    return `BookOneLead(${this.lead}, remind in ${this.offsetMs} ms, ${this.as}, then [${this.then.join(', ')}] after ${this.afterMs} ms)`;
   }
 }
 
@@ -114,6 +168,7 @@ function applyLeads(a: MultiAppt, leads: readonly number[], res: Reply): void {
   for (const lead of a.leads) if (!next.some((l) => l.leadSeconds === lead)) closeLead(a, lead, res.firstSentAt, res.receivedAt);
   for (const l of next) if (!a.leads.includes(l.leadSeconds)) openLead(a, l, res.firstSentAt);
   a.leads = normal(leads);
+  if (a.leads.length > 1) a.oneLeadForm = false;
 }
 
 export class MoveLeads extends OnMulti {
@@ -149,7 +204,11 @@ export class ChangeLeads extends OnMulti {
   }
   async act(m: Model, r: Real) {
     const a = this.picked(m);
-    applyLeads(a, this.leads, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { remindBeforeSeconds: this.leads }));
+    // A one-lead booking's one lead is not changed for another alone: in that
+    // form its one reminder stands for the slot whatever its lead becomes,
+    // which these per-lead rules do not model. It is given a list.
+    const leads = a.oneLeadForm && a.oneLead !== undefined && this.leads.length === 1 && this.leads[0] !== a.oneLead ? [...this.leads, a.oneLead] : this.leads;
+    applyLeads(a, leads, await r.world.httpAs(a.client).send('PATCH', `/appointments/${a.id}`, { remindBeforeSeconds: leads }));
   }
   toString() {
     return `ChangeLeads(${this.pick}, [${this.leads.join(', ')}])`;
