@@ -8,6 +8,8 @@
 // appointment, listing its notifications and booking under its
 // Idempotency-Key value, bookings with a list of leads (moved, given a new
 // list, cancelled, a list changed while one of its reminders' call runs),
+// bookings of one lead as a number given a list (before or after their
+// reminder is written: the reminder naming no lead stays that lead's),
 // time steps around the remind times, receiver behaviours and faults. The
 // model keeps, per slot (appointment and start; with a list of leads, per
 // slot and lead), when the appointment held it and the remind time it had
