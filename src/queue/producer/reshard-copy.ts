@@ -15,7 +15,7 @@
 //     its copy's settle is on the replicas and read back.
 import { type ShardKeys, movedOutKey, movingCopiesKey, shardOf } from '../keys.js';
 import { parseRecord } from '../record.js';
-import type { RedisClient } from '../redis-client.js';
+import { type RedisClient, isCluster } from '../redis-client.js';
 import { runInspect } from '../scripts/admin-scripts.js';
 import { type CopiedJob, type MoveReply, runMoveIn, runMoveOut, runMoveSettle } from '../scripts/move-scripts.js';
 
@@ -24,8 +24,14 @@ export type CopyMover = {
   /** This mover's generation (move-fence.lua). */
   readonly gen: number;
   readonly recordGroups: boolean;
-  /** How long a step waits for a replica to acknowledge its writes (ms). */
+  /** How long a step waits for the replicas to acknowledge its writes (ms). */
   readonly replicaWaitMs: number;
+  /**
+   * The most replicas seen per master (by its run id) during this run: a
+   * replica whose link is down drops out of ROLE's list, yet a failover may
+   * still promote it, so it is still waited for.
+   */
+  readonly replicas: Map<string, number>;
 };
 
 export type CopyReply = MoveReply & {
@@ -53,7 +59,7 @@ export async function moveByCopy(m: CopyMover, from: ShardKeys, to: ShardKeys, i
   const copies = read.filter((_, i) => copiedAt[i]);
   let live = new Set<string>();
   if (copies.length > 0) {
-    if (!(await replicated(redis, to, m.replicaWaitMs))) {
+    if (!(await replicated(m, to))) {
       // The old shard keeps every job: a failover now could lose the copies.
       r.unreplicated += (
         await runMoveSettle(
@@ -76,7 +82,9 @@ export async function moveByCopy(m: CopyMover, from: ShardKeys, to: ShardKeys, i
   const settle: { id: string; gone: boolean }[] = [];
   out.forEach((j, i) => {
     if (live.has(j.id)) settle.push({ id: j.id, gone: gone[i] === true });
-    else if (gone[i]) r.dropped++; // the new shard had it: the later write
+    else if (gone[i])
+      r.dropped++; // the new shard had it: the later write
+    else r.kept++; // the new shard has it, and the old one changed since it was read: dropped in a later pass
   });
   if (settle.length > 0) {
     const s = await runMoveSettle(redis, to, gen, settle);
@@ -86,9 +94,9 @@ export async function moveByCopy(m: CopyMover, from: ShardKeys, to: ShardKeys, i
   const removed = out.filter((_, i) => gone[i]);
   if (removed.length > 0) {
     // Best effort: a removal lost with its master runs the job twice at worst, as any lost ack does.
-    await replicated(redis, from, m.replicaWaitMs);
+    await replicated(m, from);
     // A proof goes once its copy's settle is on a replica, read back from the master that has it.
-    if (await replicated(redis, to, m.replicaWaitMs)) {
+    if (await replicated(m, to)) {
       const unsettled = await stillCopies(redis, to, removed);
       const done = removed.filter((j) => !unsettled.has(j.id)).map((j) => j.id);
       if (done.length > 0) await redis.zrem(movedOutKey(from), ...done);
@@ -137,15 +145,31 @@ export async function forgetMovedOut(redis: RedisClient, keys: readonly ShardKey
  * Whether every replica of the master holding shard `k` has acknowledged
  * the writes this client sent it so far (WAIT, through the connection the
  * mover's scripts used: a pipeline goes to the slot of its keyed command).
- * Every replica, since a failover may promote any of them. True at once when
- * the master has none: there is no failover to lose the write to.
+ * Every replica, since a failover may promote any: those ROLE lists now,
+ * those it listed earlier in this run (a link down a moment is not listed),
+ * and on a cluster those the cluster knows of the master but has not marked
+ * failed. True at once when the master has none: there is no failover to
+ * lose the write to.
  */
-export async function replicated(redis: RedisClient, k: ShardKeys, timeoutMs: number): Promise<boolean> {
-  const role = await redis.pipeline().exists(k.records).call('ROLE').exec();
-  const replicas = (role?.[1]?.[1] as unknown[] | undefined)?.[2];
-  if (!Array.isArray(replicas) || replicas.length === 0) return true;
-  const acked = await redis.pipeline().exists(k.records).call('WAIT', replicas.length, timeoutMs).exec();
-  return Number(acked?.[1]?.[1] ?? 0) >= replicas.length;
+export async function replicated(m: Pick<CopyMover, 'redis' | 'replicaWaitMs' | 'replicas'>, k: ShardKeys): Promise<boolean> {
+  const { redis } = m;
+  const read = redis.pipeline().exists(k.records).call('ROLE').call('INFO', 'server');
+  if (isCluster(redis)) read.call('CLUSTER', 'MYID');
+  const got = await read.exec();
+  const listed = (got?.[1]?.[1] as unknown[] | undefined)?.[2];
+  const master = /run_id:(\w+)/.exec(String(got?.[2]?.[1] ?? ''))?.[1] ?? k.records;
+  let want = Math.max(Array.isArray(listed) ? listed.length : 0, m.replicas.get(master) ?? 0);
+  const myId = got?.[3]?.[1];
+  if (typeof myId === 'string') {
+    const known = await redis.pipeline().exists(k.records).call('CLUSTER', 'REPLICAS', myId).exec();
+    const lines = known?.[1]?.[1];
+    // Flags are the third field of a node's line: "slave,fail" is a replica the cluster gave up on.
+    if (Array.isArray(lines)) want = Math.max(want, lines.filter((l) => !/(^|,)fail(,|$)/.test(String(l).split(' ')[2] ?? '')).length);
+  }
+  m.replicas.set(master, want);
+  if (want === 0) return true;
+  const acked = await redis.pipeline().exists(k.records).call('WAIT', want, m.replicaWaitMs).exec();
+  return Number(acked?.[1]?.[1] ?? 0) >= want;
 }
 
 function readable(record: string): boolean {

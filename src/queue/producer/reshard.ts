@@ -191,7 +191,7 @@ async function takeShardsOver(
   const owners = await Promise.all(keys.map((k) => runMoveFence(redis, k, gen)));
   if (owners.some((g) => g !== gen)) throw new StaleMoverError(gen);
   await renew();
-  return { redis, gen, recordGroups: o.recordGroups ?? false, replicaWaitMs: o.replicaWaitMs ?? 2_000 };
+  return { redis, gen, recordGroups: o.recordGroups ?? false, replicaWaitMs: o.replicaWaitMs ?? 2_000, replicas: new Map() };
 }
 
 /** Whether the shards the new count drops hold no record (read in one transaction: at one instant). */

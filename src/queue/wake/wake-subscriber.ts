@@ -43,13 +43,18 @@ export async function startWakeSubscriber(opts: {
     if (!connectedOnce) return; // the first subscribe is start-up's (below)
     // Subscribed again here, its failure handled (see subscriberOf): a
     // connection that drops before the answer is opened and tried again.
-    // What was published while we were away is lost: every shard re-checks.
-    sub.subscribe(...channels.keys()).catch((err: unknown) => {
-      log.warn({ err }, 'wake subscriber could not subscribe again; reconnecting');
-      if (sub.status === 'ready') sub.disconnect(true);
-    });
-    log.info({}, 'wake subscriber reconnected; re-checking all shards');
-    opts.onReconnect();
+    // What was published while we were away is lost: every shard re-checks,
+    // once subscribed, so nothing announced after the re-check is missed.
+    sub.subscribe(...channels.keys()).then(
+      () => {
+        log.info({}, 'wake subscriber reconnected; re-checking all shards');
+        opts.onReconnect();
+      },
+      (err: unknown) => {
+        log.warn({ err }, 'wake subscriber could not subscribe again; reconnecting');
+        if (sub.status === 'ready') sub.disconnect(true);
+      },
+    );
   };
   sub.on('message', onMessage);
   sub.on('ready', onReady);

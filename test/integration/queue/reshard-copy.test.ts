@@ -57,7 +57,7 @@ async function schedule(r: RedisClient, k: ReturnType<typeof shardKeys>, id: str
 async function moverOf(r: RedisClient, name: string, k: readonly ReturnType<typeof shardKeys>[], replicaWaitMs = 2_000): Promise<CopyMover> {
   const gen = await r.incr(reshardGenKey(P, name));
   for (const s of k) expect(await runMoveFence(r, s, gen)).toBe(gen);
-  return { redis: r, gen, recordGroups: false, replicaWaitMs };
+  return { redis: r, gen, recordGroups: false, replicaWaitMs, replicas: new Map() };
 }
 
 /**
@@ -191,6 +191,26 @@ describe('a change by copy with writes between its steps', () => {
     expect(((await runInspect(redis, k[1], id)).dueAt ?? 0) - Date.now()).toBeGreaterThan(100_000); // the later write
   });
 
+  it('a job the new shard already has, changed in its old shard before the remove, is still to move: the change does not end with it in both', async () => {
+    const { name, k } = await queueMidChange();
+    const id = movingId('both');
+    await schedule(redis, k[0], id, 60_000);
+    // A producer's upsert by the new count; its cancel of the old copy never ran (it died between the two).
+    await schedule(redis, k[1], id, 90_000);
+    const xx = () =>
+      runSchedule(
+        redis,
+        k[0],
+        { mode: 'xx', timeKind: 'in', type: 't', maxAttempts: 1, priority: undefined },
+        [{ id, time: 120_000, payload: '{}' }],
+        false,
+        1,
+      );
+    const mover = interposed(redis, 'dqMoveOut', (n) => n <= 2, xx);
+    await reshard(mover, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
+    expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
+  });
+
   it('copies the master no longer has after the wait (a failover before it) are not relied on: the jobs stay in their old shard', async () => {
     const { name, k } = await queueMidChange();
     const ids = [movingId('lost-a'), movingId('lost-b')];
@@ -305,4 +325,28 @@ describe('a change by copy on a master with a replica', () => {
     // Once the settle is on the replica, the proofs go at once.
     expect(await m.exists(movedOutKey(k[0]))).toBe(0);
   });
+
+  it('a replica whose link is down a moment (not listed by ROLE) is still waited for: a failover could promote it', async () => {
+    const { name, k } = await queueMidChange(m);
+    const ids = Array.from({ length: 4 }, (_, i) => movingId(`blip-${i}`));
+    for (const id of ids) await schedule(m, k[0], id, 60_000);
+    const mover = await moverOf(m, name, k, 300);
+    expect(await moveByCopy(mover, k[0], k[1], ids.slice(0, 2))).toMatchObject({ moved: 2 }); // the replica seen
+    replica.pause();
+    await m.call('CLIENT', 'KILL', 'TYPE', 'replica');
+    expect(
+      await waitFor(
+        async () => ((await m.call('ROLE')) as unknown[])[2] instanceof Array && (((await m.call('ROLE')) as unknown[][])[2]?.length ?? 0) === 0,
+        5_000,
+        20,
+      ),
+    ).toBe(true);
+    expect(await moveByCopy(mover, k[0], k[1], ids.slice(2))).toMatchObject({ moved: 0, unreplicated: 2 });
+    for (const id of ids.slice(2)) expect(await where(m, k, id)).toEqual(['shard 0: pending']);
+    replica.resume();
+    const r = new Redis(replica.url);
+    expect(await waitFor(async () => /master_link_status:up/.test(await r.info('replication')), 20_000, 50)).toBe(true);
+    r.disconnect();
+    expect(await moveByCopy(mover, k[0], k[1], ids.slice(2))).toMatchObject({ moved: 2 });
+  }, 60_000);
 });
