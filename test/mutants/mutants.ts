@@ -689,6 +689,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'OD16',
+    rule: 'a later round of the expiry that fails does not lose what the first round cancelled (its notices in the answer)',
+    file: 'src/modules/orders/sql/cancel.ts',
+    find: '      if (round === 0) throw err;\n      break;',
+    replace: '      throw err;',
+    model: [],
+    integration: ['orders.lock-order'],
+    required: false,
+  },
+  {
     id: 'OD12',
     rule: 'a payment reminder taken back is delivered afresh, whatever its earlier delivery job left (dead, backing off)',
     file: 'src/modules/orders/orders.deadlines.ts',

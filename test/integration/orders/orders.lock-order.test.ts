@@ -5,8 +5,9 @@
 // batch that waited for a deadline move answers the moved deadline, not
 // "settled"; the expiry withdraws a payment reminder committed while it
 // waited for the order, never cancelling the order in a statement that
-// could not see that reminder; and an extension of more orders than a page
-// extends each once.
+// could not see that reminder, nor loses what its first round cancelled when
+// a later round fails; and an extension of more orders than a page extends
+// each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
@@ -16,7 +17,7 @@ import { createOrdersRepository } from '../../../src/modules/orders/orders.repos
 import { EXPIRE_JOB, REMIND_JOB, createOrdersService, expireJobId } from '../../../src/modules/orders/orders.service.js';
 import { createQueue } from '../../../src/queue/index.js';
 import type { Db } from '../../../src/core/db.js';
-import { expireManySql } from '../../../src/modules/orders/sql/cancel.js';
+import { expireManySql, expireOrders } from '../../../src/modules/orders/sql/cancel.js';
 import { writePaymentReminders } from '../../../src/modules/orders/sql/write-payment-reminders.js';
 import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -137,6 +138,28 @@ describe('the expiry and a payment reminder written meanwhile', () => {
     // The next round: cancelled with its reminder, in one statement.
     expect((await repo.expireMany([id])).get(id)?.kind).toBe('cancelled');
     expect(await reminderStates(id)).toEqual([['CANCELLED', true]]);
+  });
+});
+
+describe('the expiry when a later round fails', () => {
+  it('keeps what the first round cancelled (its notice in the answer) and defers the changed order briefly', async () => {
+    const [plain] = await createOrdersRepository(tdb.db).insertMany([newOrderRow('round-fail', 1)]);
+    let statements = 0;
+    // The database as the expiry sees it: its second statement (the round for the changed order) fails.
+    const failing = new Proxy(tdb.db, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        if (prop !== '$queryRaw') return v.bind(target);
+        return (...args: unknown[]) =>
+          ++statements === 2 ? Promise.reject(new Error('connection lost')) : (v as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    }) as unknown as Db;
+    const { id, expired } = await reminderCommittedWhileExpiring('round-fail', (x) => expireOrders(failing, [plain!.id, x]));
+    expect(statements).toBe(2);
+    expect(expired.get(plain!.id)).toMatchObject({ kind: 'cancelled', notificationId: expect.any(String) });
+    expect(expired.get(id)).toEqual({ kind: 'not_due', inMs: 100 });
+    expect((await tdb.db.order.findUniqueOrThrow({ where: { id } })).status).toBe('UNPAID');
   });
 });
 

@@ -122,15 +122,24 @@ const CHANGED_DEFER_MS = 100;
  * in its snapshot: its writer marks the order row (write-payment-reminders.ts),
  * the statement leaves that order alone (`changed`), and the next statement,
  * with a snapshot taken after that commit, cancels it with its reminder.
- * No transaction is held open.
+ * No transaction is held open. A later statement that fails defers its
+ * orders as a writer that keeps changing them does; only the first's failure
+ * is thrown (nothing committed).
  */
 export async function expireOrders(db: Db, ids: readonly string[]): Promise<Map<string, ExpiryOutcome>> {
   const out = new Map<string, ExpiryOutcome>();
   let todo = ids;
   for (let round = 0; todo.length > 0 && round < CHANGED_ROUNDS; round++) {
-    const rows = await db.$queryRaw<{ id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number; changed: boolean }[]>(
-      expireManySql(todo),
-    );
+    type Row = { id: string; cancelled: boolean; notification_id: string | null; status: OrderStatus; ms: number; changed: boolean };
+    let rows: Row[];
+    try {
+      rows = await db.$queryRaw<Row[]>(expireManySql(todo));
+    } catch (err) {
+      // A later round's failure must not lose what the first committed (its
+      // notices are dispatched by the answer): its orders are deferred below.
+      if (round === 0) throw err;
+      break;
+    }
     const again = new Set<string>();
     for (const r of rows) {
       if (r.cancelled) out.set(r.id, { kind: 'cancelled', notificationId: r.notification_id });
