@@ -94,6 +94,14 @@ export type DispatchOptions = {
    * could not be scheduled (the relay cannot replace a dead job).
    */
   readonly fresh?: boolean;
+  /**
+   * For a row found PENDING by a job run again (its dispatch lost to a
+   * crash): a delivery job that is pending or in flight is kept (a retry
+   * waiting out its backoff goes on with its attempts counted), a dead one
+   * replaced from the first attempt, a missing one scheduled. Not best
+   * effort, as `fresh`.
+   */
+  readonly revive?: boolean;
   /** The rows' one kind, when the caller knows it: their jobs' priority without a read of the rows. */
   readonly kind?: NotificationKind;
 };

@@ -191,8 +191,9 @@ export function createAppointmentsService(d: {
       // write would have taken it back), and it may be held again later.
       if (reminder?.live) {
         // A redelivery after a crash between the write and the dispatch (or a
-        // dispatch that failed): fresh, as that dispatch was, since a reminder
-        // taken back may still have its earlier delivery's dead job.
+        // dispatch that failed): a reminder taken back may still have its
+        // earlier delivery's dead job (replaced); one whose delivery waits out
+        // a backoff keeps it, its attempts counted.
         if (reminder.status === 'PENDING') redispatch.push(reminder.id);
         return { kind: 'already_written' };
       }
@@ -210,7 +211,7 @@ export function createAppointmentsService(d: {
       // back then, as far ahead as the database's own clock says.
       return { kind: 'not_due', inMs: a.msToRemind };
     });
-    await d.dispatch(redispatch, { fresh: true, kind: 'APPOINTMENT_REMINDER' });
+    await d.dispatch(redispatch, { revive: true, kind: 'APPOINTMENT_REMINDER' });
     await Promise.all(
       moved.map((m) =>
         afterCommit(

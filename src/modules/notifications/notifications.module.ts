@@ -73,8 +73,8 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
     // A fresh delivery is not best effort: the relay schedules `nx` and would
     // find the row's old (dead) job and give the row up. It throws, so the
     // caller's job runs again and dispatches afresh.
-    if (options?.fresh) {
-      await scheduleDeliveries(queue, ids, 'replace', await kinds());
+    if (options?.fresh || options?.revive) {
+      await scheduleDeliveries(queue, ids, options.fresh ? 'replace' : 'revive', await kinds());
       return;
     }
     const send = async () => scheduleDeliveries(queue, ids, 'nx', await kinds());

@@ -146,11 +146,15 @@ export function createOrderDeadlines(d: DeadlinesDeps) {
     /** The reminder jobs of many orders in one statement; the new reminders handed to delivery together. An outcome per order id. */
     async remindMany(orderIds: readonly string[]): Promise<Map<string, ReminderOutcome>> {
       const outcomes = await repo.remindMany(orderIds);
-      const written = [...outcomes.values()].flatMap((r) => (r.kind === 'written' || r.kind === 'pending' ? [r.notificationId] : []));
+      const of = (kind: ReminderOutcome['kind']) => [...outcomes.values()].flatMap((r) => (r.kind === kind && 'notificationId' in r ? [r.notificationId] : []));
       // Fresh: a reminder taken back may still have its earlier delivery's dead
-      // job (or one waiting out a backoff), which a schedule only if absent keeps;
-      // so may one found PENDING by a rerun (its take-back committed, its dispatch lost).
+      // job (or one waiting out a backoff), which a schedule only if absent keeps.
+      const written = of('written');
       if (written.length > 0) await d.dispatch(written, { fresh: true, kind: 'ORDER_PAYMENT_REMINDER' });
+      // Found PENDING by a rerun: its dispatch may have been lost (its take-back's
+      // delivery job dead), or its delivery waits out a backoff (its attempts go on).
+      const pending = of('pending');
+      if (pending.length > 0) await d.dispatch(pending, { revive: true, kind: 'ORDER_PAYMENT_REMINDER' });
       return outcomes;
     },
   };

@@ -72,6 +72,36 @@ describe('a payment reminder taken back after it was given up', () => {
   }, 30_000);
 });
 
+describe('a payment reminder found PENDING by its job run again', () => {
+  it('leaves a delivery waiting out its backoff alone: its attempts go on, not from 0', async () => {
+    const res = await api()
+      .post('/orders')
+      .send(orderBody({ paymentTimeoutSeconds: 10, paymentReminderBeforeSeconds: 9 }));
+    expect(res.status).toBe(201);
+    const id = res.body.id as string;
+    const mine = (body: unknown) => (body as { payload?: { orderId?: string } }).payload?.orderId === id;
+    // Its first call fails slowly; meanwhile the queue is paused, so the retry waits, claimed by nobody.
+    hook.setBehaviour((_n, body) => (mine(body) ? { slowMs: 800, then: 'fail' } : 'ok'));
+    expect(await waitFor(() => callsFor(id).length === 1, 6_000, 10)).toBe(true);
+    await notificationsQueue().pause();
+    try {
+      expect(await waitFor(async () => (await reminders(id))[0]?.attempts === 1, 5_000, 20)).toBe(true);
+      const [r] = await reminders(id);
+      expect(r?.status).toBe('PENDING');
+      const before = await notificationsQueue().get(deliverJobId(r!.id));
+      expect(before).toMatchObject({ state: 'pending', attempts: 1 });
+      // The reminder job's rerun finds it PENDING: the waiting delivery is kept as it is.
+      expect((await ordersService().remindMany([id])).get(id)?.kind).toBe('pending');
+      expect(await notificationsQueue().get(deliverJobId(r!.id))).toMatchObject({ state: 'pending', attempts: 1, dueAt: before!.dueAt });
+    } finally {
+      hook.setBehaviour(() => 'ok');
+      await notificationsQueue().resume();
+    }
+    expect(await waitFor(async () => (await reminders(id))[0]?.status === 'SENT', 6_000, 20)).toBe(true);
+    expect(callsFor(id).length).toBe(2);
+  }, 30_000);
+});
+
 /** An order whose reminder was given up (FAILED, its delivery job dead), then its deadline moved away 30 s (the reminder withdrawn: CANCELLED). */
 async function givenUp(): Promise<{ id: string; x: string; failedCalls: number }> {
   const res = await api()
