@@ -80,11 +80,12 @@ export async function moveByCopy(m: CopyMover, from: ShardKeys, to: ShardKeys, i
   const out = read.filter((j, i) => live.has(j.id) || !copiedAt[i]);
   const gone = out.length > 0 ? await runMoveOut(redis, from, gen, out) : [];
   const settle: { id: string; gone: boolean }[] = [];
+  // Not a live copy: the new shard had the job (the later write). Its old copy
+  // went (dropped), or changed since it was read and goes in a later pass (kept).
   out.forEach((j, i) => {
     if (live.has(j.id)) settle.push({ id: j.id, gone: gone[i] === true });
-    else if (gone[i])
-      r.dropped++; // the new shard had it: the later write
-    else r.kept++; // the new shard has it, and the old one changed since it was read: dropped in a later pass
+    else if (gone[i]) r.dropped++;
+    else r.kept++;
   });
   if (settle.length > 0) {
     const s = await runMoveSettle(redis, to, gen, settle);
