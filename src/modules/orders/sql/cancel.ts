@@ -84,25 +84,24 @@ export function expireManySql(ids: readonly string[]): Prisma.Sql {
   // l: the batch's UNPAID orders locked in id order, as they are once locked
   // (a row changed by a transaction the lock waited for is read as it committed:
   // paid or cancelled meanwhile, it is not in l; moved, l holds its new deadline),
-  // with the xmin of that version. u: those this statement's snapshot holds as
-  // locked (the same xmin): only they may be cancelled here; the others changed
-  // while the lock waited (a reminder may have been committed: not in this
-  // snapshot, the withdrawal w could not reach it).
+  // with the xmin of that version (v) and the xmin of the version this
+  // statement's snapshot holds (seen: the subquery reads by the snapshot, also
+  // when the lock rechecks a changed row). Only an order whose two agree may be
+  // cancelled here; another changed while the lock waited (a reminder may have
+  // been committed: not in this snapshot, the withdrawal w could not reach it).
   const locked = Prisma.sql`l AS (
-      SELECT id, expires_at, xmin AS v FROM orders
+      SELECT id, expires_at, xmin AS v, (SELECT s.xmin FROM orders s WHERE s.id = orders.id) AS seen FROM orders
        WHERE id = ANY(${[...ids]}::uuid[]) AND status::text = 'UNPAID'
        ORDER BY id
          FOR UPDATE
-    ), u AS (
-      SELECT l.id FROM l JOIN orders seen ON seen.id = l.id AND seen.xmin = l.v
     ),`;
   return Prisma.sql`
-    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM u) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)},
+    ${cancelCtes(Prisma.sql`id IN (SELECT id FROM l WHERE seen = v) AND id = ANY(${[...ids]}::uuid[]) AND expires_at <= now()`, 'PAYMENT_TIMEOUT', locked)},
     w AS (${withdrawSettledPaymentRemindersOfSql(Prisma.sql`(SELECT id, NULL::text AS kept_key FROM c) s`, WITHDRAWN_AT_CANCEL)})
     -- An order not in l was settled (paid, cancelled) or is unknown.
     SELECT l.id::text AS id, c.id IS NOT NULL AS cancelled, n.id::text AS notification_id, 'UNPAID' AS status,
-           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms, u.id IS NULL AS changed
-      FROM l LEFT JOIN u ON u.id = l.id LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
+           GREATEST(0, ceil(extract(epoch FROM l.expires_at - now()) * 1000))::int AS ms, l.seen IS DISTINCT FROM l.v AS changed
+      FROM l LEFT JOIN c ON c.id = l.id LEFT JOIN n ON n.order_id = l.id`;
 }
 
 /** How many statements an expiry runs at most (the first, and again at once for orders changed under its lock), before it defers those. */
