@@ -11,7 +11,8 @@ or cancel touched it here) is settled. Removed from the old shard
 (move-out.lua answered 1): filed, a pending job in its due bucket at its due
 time and priority, a dead one in the dead set at its time of death. Kept
 there (0): the copy is deleted with its error text; the job moves in a later
-pass. Only the shard's owning mover settles (queue/move-fence.lua). A copy something else wrote or cancelled is left to that write.
+pass. A copy something else wrote or cancelled is left to that write. Only
+the shard's owning mover settles (queue/move-fence.lua).
 
 Uses lua/lib/record.lua, chunk.lua, records.lua, due-index.lua and pause.lua.
 
