@@ -1150,7 +1150,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: 'RS19',
-    rule: 'by copy, a replica seen earlier in the run is waited for though ROLE no longer lists it (its link down a moment) (producer/reshard-copy.ts)',
+    rule: 'by copy on one server, a replica seen earlier in the run is waited for though ROLE no longer lists it (its link down a moment) (producer/reshard-copy.ts)',
     file: 'src/queue/producer/reshard-copy.ts',
     find: 'm.replicas.get(master) ?? 0',
     replace: '0',

@@ -27,9 +27,10 @@ export type CopyMover = {
   /** How long a step waits for the replicas to acknowledge its writes (ms). */
   readonly replicaWaitMs: number;
   /**
-   * The most replicas seen per master (by its run id) during this run: a
-   * replica whose link is down drops out of ROLE's list, yet a failover may
-   * still promote it, so it is still waited for.
+   * On one server, the most replicas seen per master (by its run id) during
+   * this run: a replica whose link is down drops out of ROLE's list, yet a
+   * failover may still promote it, so it is still waited for. (A cluster
+   * tells which replicas it knows: CLUSTER REPLICAS.)
    */
   readonly replicas: Map<string, number>;
 };
@@ -146,11 +147,11 @@ export async function forgetMovedOut(redis: RedisClient, keys: readonly ShardKey
  * Whether every replica of the master holding shard `k` has acknowledged
  * the writes this client sent it so far (WAIT, through the connection the
  * mover's scripts used: a pipeline goes to the slot of its keyed command).
- * Every replica, since a failover may promote any: those ROLE lists now,
- * those it listed earlier in this run (a link down a moment is not listed),
- * and on a cluster those the cluster knows of the master but has not marked
- * failed. True at once when the master has none: there is no failover to
- * lose the write to.
+ * Every replica, since a failover may promote any: those ROLE lists now, and
+ * those it does not list because their link is down a moment: on a cluster,
+ * every replica the cluster knows of the master and has not marked failed;
+ * on one server, those ROLE listed earlier in this run. True at once when the
+ * master has none: there is no failover to lose the write to.
  */
 export async function replicated(m: Pick<CopyMover, 'redis' | 'replicaWaitMs' | 'replicas'>, k: ShardKeys): Promise<boolean> {
   const { redis } = m;
@@ -158,16 +159,18 @@ export async function replicated(m: Pick<CopyMover, 'redis' | 'replicaWaitMs' | 
   if (isCluster(redis)) read.call('CLUSTER', 'MYID');
   const got = await read.exec();
   const listed = (got?.[1]?.[1] as unknown[] | undefined)?.[2];
-  const master = /run_id:(\w+)/.exec(String(got?.[2]?.[1] ?? ''))?.[1] ?? k.records;
-  let want = Math.max(Array.isArray(listed) ? listed.length : 0, m.replicas.get(master) ?? 0);
+  let want = Array.isArray(listed) ? listed.length : 0;
   const myId = got?.[3]?.[1];
   if (typeof myId === 'string') {
     const known = await redis.pipeline().exists(k.records).call('CLUSTER', 'REPLICAS', myId).exec();
     const lines = known?.[1]?.[1];
-    // Flags are the third field of a node's line: "slave,fail" is a replica the cluster gave up on.
+    // Flags are the third field of a node's line: "slave,fail" is a replica the cluster gave up on (it may not be promoted).
     if (Array.isArray(lines)) want = Math.max(want, lines.filter((l) => !/(^|,)fail(,|$)/.test(String(l).split(' ')[2] ?? '')).length);
+  } else {
+    const master = /run_id:(\w+)/.exec(String(got?.[2]?.[1] ?? ''))?.[1] ?? k.records;
+    want = Math.max(want, m.replicas.get(master) ?? 0);
+    m.replicas.set(master, want);
   }
-  m.replicas.set(master, want);
   if (want === 0) return true;
   const acked = await redis.pipeline().exists(k.records).call('WAIT', want, m.replicaWaitMs).exec();
   return Number(acked?.[1]?.[1] ?? 0) >= want;
