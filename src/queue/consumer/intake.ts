@@ -2,6 +2,7 @@
 // that cannot be read dead-lettered alone, what a late claim brought beyond
 // the pool's room handed back at once, and what a claim asked before a pause
 // was announced brings after it handed back too (at its due time).
+import { handBackAtDue } from './hand-back.js';
 import type { Claimed } from './lease.js';
 import type { ShardKeys } from '../keys.js';
 import type { Queue } from '../producer/queue.js';
@@ -36,7 +37,7 @@ export function createIntake(o: IntakeOptions): Accept {
     const held = o.pausedSince?.(claimedAt) ?? false;
     const space = held ? 0 : late ? Math.max(0, pool.room()) : Number.POSITIVE_INFINITY;
     const k = queue.keys[shard] as ShardKeys;
-    const surplus: { id: string; token: number; dueAt: number }[] = [];
+    const surplus: Job[] = [];
     let taken = 0;
     for (const raw of raws) {
       let job: Job;
@@ -49,29 +50,23 @@ export function createIntake(o: IntakeOptions): Accept {
         continue;
       }
       if (taken >= space) {
-        surplus.push({ id: job.id, token: job.token, dueAt: job.dueAt });
+        surplus.push(job);
         continue;
       }
       pool.add({ job, claimedAt, leaseUntil: claimedAt + o.leaseMs });
       taken++;
     }
-    if (surplus.length > 0) {
-      const back = held ? releaseAtDue(redis, k, surplus) : runRelease(redis, k, surplus);
-      back.then(
-        (n) => held && n > 0 && log.info({ queue: queue.name, released: n }, 'queue paused: jobs of a claim answered after the pause handed back'),
-        (err: unknown) => log.error({ err, queue: queue.name, count: surplus.length }, 'release failed; jobs return after their lease'),
+    if (surplus.length > 0 && held) {
+      void handBackAtDue(o, surplus).then(
+        (n) => n > 0 && log.info({ queue: queue.name, released: n }, 'queue paused: jobs of a claim answered after the pause handed back'),
+      );
+    } else if (surplus.length > 0) {
+      runRelease(redis, k, surplus).catch((err: unknown) =>
+        log.error({ err, queue: queue.name, count: surplus.length }, 'release failed; jobs return after their lease'),
       );
     }
     pool.pump();
   };
-}
-
-/** Hands jobs back each at its own due time (attempts refunded): after a resume they run in due order. */
-async function releaseAtDue(redis: RedisClient, k: ShardKeys, jobs: readonly { id: string; token: number; dueAt: number }[]): Promise<number> {
-  const byDue = new Map<number, { id: string; token: number }[]>();
-  for (const j of jobs) byDue.set(j.dueAt, [...(byDue.get(j.dueAt) ?? []), { id: j.id, token: j.token }]);
-  const counts = await Promise.all([...byDue].map(([at, items]) => runRelease(redis, k, items, { at })));
-  return counts.reduce((a, b) => a + b, 0);
 }
 
 function jobOf(queue: Queue, raw: ClaimedRaw, shard: number): Job {

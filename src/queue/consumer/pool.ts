@@ -2,11 +2,11 @@
 // type's lane (batch handlers) and start while fewer than `concurrency`
 // handler calls run; jobs stalled behind slow handlers are handed back.
 import type { BatchLane, RunBatch } from './batch-lane.js';
+import { handBackAtDue } from './hand-back.js';
 import type { Claimed } from './lease.js';
 import type { PrefetchBudget } from './prefetch-budget.js';
-import type { ShardKeys } from '../keys.js';
 import type { Queue } from '../producer/queue.js';
-import { type RedisClient, runRelease } from '../scripts/scripts.js';
+import type { RedisClient } from '../scripts/scripts.js';
 import type { QueueLogger } from '../types.js';
 import { localNow } from '../wake/server-clock.js';
 
@@ -122,25 +122,11 @@ export function createPool(o: PoolOptions): Pool {
    * refunded, each at its own due time: they come back in the order they
    * were due, ahead of jobs that fell due while they waited here.
    */
-  async function releaseFrom(waiting: Claimed[], from: number): Promise<number> {
-    const groups = new Map<string, { shard: number; at: number; items: { id: string; token: number }[] }>();
-    for (const c of waiting.splice(from)) {
-      const key = `${c.job.shard}:${c.job.dueAt}`;
-      const g = groups.get(key) ?? { shard: c.job.shard, at: c.job.dueAt, items: [] };
-      g.items.push({ id: c.job.id, token: c.job.token });
-      groups.set(key, g);
-    }
-    const counts = await Promise.all(
-      [...groups.values()].map(async (g) => {
-        try {
-          return await runRelease(redis, queue.keys[g.shard] as ShardKeys, g.items, { at: g.at });
-        } catch (err) {
-          log.error({ err, queue: queue.name, count: g.items.length }, 'release failed; jobs return after their lease');
-          return 0;
-        }
-      }),
+  function releaseFrom(waiting: Claimed[], from: number): Promise<number> {
+    return handBackAtDue(
+      { queue, redis, log },
+      waiting.splice(from).map((c) => c.job),
     );
-    return counts.reduce((a, b) => a + b, 0);
   }
 
   async function releaseWaiting(): Promise<number> {
