@@ -155,19 +155,20 @@ export async function forgetMovedOut(redis: RedisClient, keys: readonly ShardKey
  */
 export async function replicated(m: Pick<CopyMover, 'redis' | 'replicaWaitMs' | 'replicas'>, k: ShardKeys): Promise<boolean> {
   const { redis } = m;
-  const read = redis.pipeline().exists(k.records).call('ROLE').call('INFO', 'server');
-  if (isCluster(redis)) read.call('CLUSTER', 'MYID');
-  const got = await read.exec();
+  const cluster = isCluster(redis);
+  // The master's name: its node id on a cluster, its run id (in INFO) on one server.
+  const [cmd, arg] = cluster ? ['CLUSTER', 'MYID'] : ['INFO', 'server'];
+  const got = await redis.pipeline().exists(k.records).call('ROLE').call(cmd, arg).exec();
   const listed = (got?.[1]?.[1] as unknown[] | undefined)?.[2];
   let want = Array.isArray(listed) ? listed.length : 0;
-  const myId = got?.[3]?.[1];
-  if (typeof myId === 'string') {
-    const known = await redis.pipeline().exists(k.records).call('CLUSTER', 'REPLICAS', myId).exec();
+  const name = String(got?.[2]?.[1] ?? '');
+  if (cluster) {
+    const known = await redis.pipeline().exists(k.records).call('CLUSTER', 'REPLICAS', name).exec();
     const lines = known?.[1]?.[1];
     // Flags are the third field of a node's line: "slave,fail" is a replica the cluster gave up on (it may not be promoted).
     if (Array.isArray(lines)) want = Math.max(want, lines.filter((l) => !/(^|,)fail(,|$)/.test(String(l).split(' ')[2] ?? '')).length);
   } else {
-    const master = /run_id:(\w+)/.exec(String(got?.[2]?.[1] ?? ''))?.[1] ?? k.records;
+    const master = /run_id:(\w+)/.exec(name)?.[1] ?? k.records;
     want = Math.max(want, m.replicas.get(master) ?? 0);
     m.replicas.set(master, want);
   }
