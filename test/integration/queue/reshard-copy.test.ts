@@ -14,7 +14,7 @@ import { reshard } from '../../../src/queue/producer/reshard.js';
 import { moveByCopy, settleLeftCopies, type CopyMover } from '../../../src/queue/producer/reshard-copy.js';
 import { parseRecord } from '../../../src/queue/record.js';
 import { runInspect } from '../../../src/queue/scripts/admin-scripts.js';
-import { StaleMoverError, runLayoutFence, runMoveFence, runMoveIn, runMoveOut } from '../../../src/queue/scripts/move-scripts.js';
+import { type CopiedJob, StaleMoverError, runLayoutFence, runMoveFence, runMoveIn, runMoveOut } from '../../../src/queue/scripts/move-scripts.js';
 import { runCancel, runSchedule } from '../../../src/queue/scripts/schedule-scripts.js';
 import { createQueue } from '../../../src/queue/producer/queue.js';
 import { runAck, runClaim, runNack } from '../../../src/queue/scripts/scripts.js';
@@ -49,8 +49,14 @@ async function queueMidChange(r: RedisClient = redis) {
   return { name, k };
 }
 
-async function schedule(r: RedisClient, k: ReturnType<typeof shardKeys>, id: string, delayMs = 0, type = 't') {
-  await runSchedule(r, k, { mode: 'upsert', timeKind: 'in', type, maxAttempts: 1, priority: undefined }, [{ id, time: delayMs, payload: '{}' }], false, 1);
+async function schedule(r: RedisClient, k: ReturnType<typeof shardKeys>, id: string, delayMs = 0, type = 't', mode: 'upsert' | 'xx' = 'upsert') {
+  await runSchedule(r, k, { mode, timeKind: 'in', type, maxAttempts: 1, priority: undefined }, [{ id, time: delayMs, payload: '{}' }], false, 1);
+}
+
+/** The job as a mover reads it in its old shard before it copies it (reshard-copy.ts, moveByCopy). */
+async function readForCopy(r: RedisClient, k: ReturnType<typeof shardKeys>, id: string): Promise<CopiedJob> {
+  const seen = await runInspect(r, k, id);
+  return { id, record: seen.record!, diedAt: seen.diedAt ?? 0, lastError: seen.lastError };
 }
 
 /** A mover with the queue's next generation that fenced both shards, as reshard.ts's takeShardsOver makes one. */
@@ -95,12 +101,12 @@ describe('a change by copy interrupted between its steps', () => {
     const id = movingId('ran');
     await schedule(redis, k[0], id);
     const a = await moverOf(redis, name, k);
-    const seen = await runInspect(redis, k[0], id);
-    expect(await runMoveIn(redis, k[1], a.gen, [{ id, record: seen.record!, diedAt: 0, lastError: null }], false)).toEqual([true]);
+    const jobs = [await readForCopy(redis, k[0], id)];
+    expect(await runMoveIn(redis, k[1], a.gen, jobs, false)).toEqual([true]);
     // A worker claims it before the mover's remove, which keeps it (in flight); the mover stops there.
     const [job] = (await runClaim(redis, k[0], 10, 30_000, 0)).jobs;
     expect(job?.id).toBe(id);
-    expect(await runMoveOut(redis, k[0], a.gen, [{ id, record: seen.record!, diedAt: 0, lastError: null }])).toEqual([false]);
+    expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([false]);
     expect((await runAck(redis, k[0], [{ id, token: parseRecord(job!.record).token }])).acked).toBe(1);
     expect(await where(redis, k, id)).toEqual(['shard 1: pending']); // the unsettled copy, not claimable
 
@@ -116,8 +122,7 @@ describe('a change by copy interrupted between its steps', () => {
     const id = movingId('removed');
     await schedule(redis, k[0], id);
     const a = await moverOf(redis, name, k);
-    const seen = await runInspect(redis, k[0], id);
-    const jobs = [{ id, record: seen.record!, diedAt: 0, lastError: null }];
+    const jobs = [await readForCopy(redis, k[0], id)];
     await runMoveIn(redis, k[1], a.gen, jobs, false);
     expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true]);
     expect(await redis.zscore(movedOutKey(k[0]), id)).toBe('1'); // the proof, left in the same step
@@ -135,8 +140,7 @@ describe('a change by copy interrupted between its steps', () => {
     const id = movingId('stalled');
     await schedule(redis, k[0], id, 60_000);
     const a = await moverOf(redis, name, k);
-    const seen = await runInspect(redis, k[0], id);
-    const jobs = [{ id, record: seen.record!, diedAt: 0, lastError: null }];
+    const jobs = [await readForCopy(redis, k[0], id)];
     await runMoveIn(redis, k[1], a.gen, jobs, false);
     // a stalls; b fences every shard and settles a's copy: the old shard still has the job, so it is taken back.
     const b = await moverOf(redis, name, k);
@@ -160,10 +164,10 @@ describe('a change by copy interrupted between its steps', () => {
     await schedule(redis, k[0], id, 0, 'fail');
     const [job] = (await runClaim(redis, k[0], 10, 30_000, 0)).jobs;
     await runNack(redis, k[0], id, parseRecord(job!.record).token, 'dead', 0, 'boom');
-    const seen = await runInspect(redis, k[0], id);
-    expect(seen.diedAt).not.toBeNull();
+    const seen = await readForCopy(redis, k[0], id);
+    expect(seen.diedAt).toBeGreaterThan(0);
     const a = await moverOf(redis, name, k);
-    const jobs = [{ id, record: seen.record!, diedAt: seen.diedAt!, lastError: seen.lastError }];
+    const jobs = [seen];
     await runMoveIn(redis, k[1], a.gen, jobs, false);
     expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true]);
     expect(await runInspect(redis, k[1], id)).toMatchObject({ diedAt: seen.diedAt, dueAt: null, lastError: 'boom' });
@@ -197,16 +201,12 @@ describe('a change by copy with writes between its steps', () => {
     await schedule(redis, k[0], id, 60_000);
     // A producer's upsert by the new count; its cancel of the old copy never ran (it died between the two).
     await schedule(redis, k[1], id, 90_000);
-    const xx = () =>
-      runSchedule(
-        redis,
-        k[0],
-        { mode: 'xx', timeKind: 'in', type: 't', maxAttempts: 1, priority: undefined },
-        [{ id, time: 120_000, payload: '{}' }],
-        false,
-        1,
-      );
-    const mover = interposed(redis, 'dqMoveOut', (n) => n <= 2, xx);
+    const mover = interposed(
+      redis,
+      'dqMoveOut',
+      (n) => n <= 2,
+      () => schedule(redis, k[0], id, 120_000, 't', 'xx'),
+    );
     await reshard(mover, { prefix: P, name }, 2, { copy: true, waitMs: 50 });
     expect(await where(redis, k, id)).toEqual(['shard 1: pending']);
   });
@@ -235,14 +235,7 @@ describe('a change by copy with writes between its steps', () => {
     const m = await moverOf(redis, name, k);
     // The settle lost: the copy back among the unsettled ones, out of its due bucket.
     const lostSettle = async () => {
-      await runSchedule(
-        redis,
-        k[1],
-        { mode: 'upsert', timeKind: 'in', type: 't', maxAttempts: 1, priority: undefined },
-        [{ id, time: 60_000, payload: '{}' }],
-        false,
-        1,
-      );
+      await schedule(redis, k[1], id, 60_000);
       const rec = (await runInspect(redis, k[1], id)).record!;
       await runCancel(redis, k[1], id, 1);
       await redis.hset(k[1].jobs, id, rec);
@@ -265,12 +258,7 @@ describe('a change by copy with writes between its steps', () => {
       await runNack(redis, k[0], id, parseRecord(job!.record).token, 'dead', 0, 'boom');
     }
     const a = await moverOf(redis, name, k);
-    const jobs = await Promise.all(
-      ids.map(async (id) => {
-        const seen = await runInspect(redis, k[0], id);
-        return { id, record: seen.record!, diedAt: seen.diedAt!, lastError: seen.lastError };
-      }),
-    );
+    const jobs = await Promise.all(ids.map((id) => readForCopy(redis, k[0], id)));
     await runMoveIn(redis, k[1], a.gen, jobs, false);
     expect(await runMoveOut(redis, k[0], a.gen, jobs)).toEqual([true, true]);
     const q = createQueue(redis, { name, types: { t: {}, fail: {} }, shards: 1 });
