@@ -1,6 +1,6 @@
 // The reminder jobs of slots and leads, handled in batches: one statement
 // writes the reminder of every slot and lead of the batch still held and due
-// (appointments.service.ts remindMany). Idempotent: a second delivery writes
+// (appointments.reminders.ts remindMany). Idempotent: a second delivery writes
 // nothing. (The periodic reconciliation pass is in appointments.reconcile.ts.)
 import { z } from 'zod';
 import type { Logger } from '../../core/logger.js';

@@ -1,32 +1,30 @@
-// The appointments domain: book (idempotent), reschedule and cancel, and the
-// reminder work behind them. PostgreSQL decides; the queue is told after the
+// The appointments domain: book (idempotent), reschedule and cancel; the
+// reminder write behind them is appointments.reminders.ts. PostgreSQL decides; the queue is told after the
 // commit, best effort, and the reconciliation pass repairs what it missed.
 // The API's functions take the caller's client first: another client's
 // appointment is not found, as an unknown one, and nothing of it changes.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { CountryCode } from 'libphonenumber-js';
 import { AppError } from '../../core/errors.js';
-import { type Settled, settleEach } from '../../core/gather.js';
 import { gatherSchedules } from '../../core/module-queue.js';
-import { isDatabaseUnavailable } from '../../core/db-errors.js';
 import { createIdempotently, gatherCreates } from '../../core/idempotent-create.js';
 import type { Logger } from '../../core/logger.js';
-import { type DistinctLimit, type RateLimit, retryAfterSeconds } from '../../core/rate-limit.js';
+import type { DistinctLimit, RateLimit } from '../../core/rate-limit.js';
 import type { NotificationDispatch } from '../../core/delivery/index.js';
 import { afterCommit } from '../../core/redis-call.js';
 import type { Queue } from '../../queue/index.js';
-import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, type ReminderSlot, slotKey, slotLead } from './appointments.repository.js';
+import { type AppointmentRow, type AppointmentsRepository, type NewAppointment, slotLead } from './appointments.repository.js';
 import type { BookAppointmentInput, RescheduleAppointmentInput } from './appointments.schemas.js';
-import { type Channel, checkedContact, contactIdentity } from '../../core/contact.js';
+import { checkedContact } from '../../core/contact.js';
 import type { QuietHours } from './quiet-hours.js';
 import { type PlannedFrom, leadsOf, planLeads } from './lead-plan.js';
-import { reminderJob, reminderJobs, remindJobId } from './appointments.job-ids.js';
+import { reminderJobs, remindJobId } from './appointments.job-ids.js';
+import { type RemindResult, createReminderWriter } from './appointments.reminders.js';
+import { createContactLimits } from './contact-limits.js';
 
 export { REMIND_JOB, appointmentIdOfRemindJob, remindJobId, remindPayload } from './appointments.job-ids.js';
 /** Bookings sharing one INSERT and one schedule call at most. */
 const GATHER_MAX = 100;
-/** Reminders written one by one at once at most, when their shared statement failed. */
-const EACH_AT_ONCE = 10;
 /** Plans of one move at most: each lost to a change committed since its read is planned again from that change. */
 const MOVE_TRIES = 8;
 /**
@@ -44,10 +42,6 @@ function mustBeFuture(startsAt: Date | undefined): void {
   if (startsAt.getTime() <= Date.now()) throw new AppError('STARTS_AT_IN_PAST', 422, 'startsAt must be in the future');
   if (startsAt.getTime() > Date.now() + MAX_AHEAD_MS) throw new AppError('STARTS_AT_TOO_FAR', 422, `startsAt must be within ${MAX_AHEAD_YEARS} years from now`);
 }
-
-/** `not_held`: the slot is held but its lead is no longer planned (dropped, or skipped). */
-export type RemindResult =
-  { kind: 'written' } | { kind: 'already_written' } | { kind: 'not_due'; inMs: number } | { kind: 'moved' } | { kind: 'not_booked' } | { kind: 'not_held' };
 
 export function createAppointmentsService(d: {
   repo: AppointmentsRepository;
@@ -67,43 +61,14 @@ export function createAppointmentsService(d: {
   phoneRegion?: CountryCode | undefined;
 }) {
   const { repo, queue, log } = d;
+  const mayRemind = createContactLimits(d);
+  const remindMany = createReminderWriter(d);
   // Bookings arriving in one event-loop turn share one INSERT and one schedule call.
   const inserts = gatherCreates((rows: readonly NewAppointment[]) => repo.insertMany(rows), GATHER_MAX);
   const bookingSchedules = gatherSchedules(queue, GATHER_MAX);
   /** When the reminders of `leads` at `startsAt` are planned, at this moment, from `was` (a change): lead-plan.ts. */
   const planOf = (startsAt: Date, leads: readonly number[], timeZone: string | null, was?: PlannedFrom) =>
     planLeads(startsAt, leads, timeZone ?? d.defaultTimeZone, d.quietHours ?? null, Date.now(), was);
-
-  /**
-   * A booking or a move by client `client` sets up a reminder to this
-   * contact: refused (429, nothing written) past the client's distinct
-   * contacts of the hour, then past the contact's hourly limit within the
-   * client. The first bounds what one client can spend on the paid channel,
-   * the second protects the person behind the number from one client's
-   * flood; both are the client's own, so no client can use up or read
-   * another's allowance. Both are keyed by a hash of the contact as its
-   * channel reaches it (contactIdentity), so other spellings of one number or
-   * mailbox count as one and no contact is written into a Redis key. The
-   * client's limit comes first: a contact it admits stays in the client's hour
-   * even if the contact's own limit refuses, which only readmits it later.
-   * Every reminder a client sets up passes here, before anything is written.
-   */
-  async function mayRemind(client: string, channel: Channel, contact: string): Promise<void> {
-    const identity = contactIdentity(channel, contact);
-    const hashOf = (s: string) => createHash('sha256').update(s).digest('hex');
-    const mine = d.clientContacts ? await d.clientContacts.admit(client, hashOf(identity)) : null;
-    if (mine && !mine.ok) {
-      throw new AppError('CLIENT_CONTACTS_LIMITED', 429, 'this client has reminded its hourly number of distinct contacts', undefined, {
-        'Retry-After': retryAfterSeconds(mine.retryAfterMs),
-      });
-    }
-    // A client id has no newline: the pair is unambiguous.
-    const verdict = await d.perContact.take(hashOf(`${client}\n${identity}`));
-    if (verdict.ok) return;
-    throw new AppError('CONTACT_RATE_LIMITED', 429, 'this contact has had its hourly number of reminders booked or moved', undefined, {
-      'Retry-After': retryAfterSeconds(verdict.retryAfterMs),
-    });
-  }
 
   /**
    * Upsert: the pending reminder job of each lead planned follows the
@@ -128,102 +93,6 @@ export function createAppointmentsService(d: {
     const a = await repo.find(client, id);
     if (!a) throw new AppError('APPOINTMENT_NOT_FOUND', 404, `appointment ${id} does not exist`);
     return a;
-  }
-
-  /**
-   * The write of remindMany: one statement for all the slots; if it fails
-   * for another reason than the database being away (a deadlock, a slot the
-   * statement cannot take), slot by slot, a few at a time, so one slot's
-   * failure stays its own: what was written, and the error of each slot
-   * whose own write failed.
-   */
-  async function writeAll(slots: readonly ReminderSlot[]) {
-    try {
-      return { written: await repo.writeReminders(slots), failed: new Map<string, unknown>() };
-    } catch (err) {
-      if (slots.length === 1 || isDatabaseUnavailable(err)) throw err;
-      const written = new Map<string, { id: string; fresh: boolean }>();
-      const failed = new Map<string, unknown>();
-      for (let i = 0; i < slots.length; i += EACH_AT_ONCE) {
-        const chunk = slots.slice(i, i + EACH_AT_ONCE);
-        (await settleEach(chunk, (slot) => repo.writeReminders([slot]))).forEach((r, j) => {
-          if (r.ok) for (const [key, w] of r.value) written.set(key, w);
-          else failed.set(slotKey(chunk[j]!), r.error);
-        });
-      }
-      return { written, failed };
-    }
-  }
-
-  /**
-   * The reminder jobs of many slots (a batch of them, the pass's overdue
-   * page): one statement writes the reminder of every slot still held and
-   * due, whose deliveries are then handed over together; the slots it wrote
-   * nothing for are looked at in one more statement. An outcome per slot, in
-   * order (a slot whose write failed on its own: its error). It throws when
-   * the deliveries could not be handed over: the jobs run again and find
-   * their reminders written, to be handed over then.
-   */
-  async function remindMany(slots: readonly ReminderSlot[]): Promise<Settled<RemindResult>[]> {
-    const { written, failed } = await writeAll(slots);
-    // Fresh: a reminder taken back from CANCELLED may still have the job of
-    // its earlier delivery (dead, or waiting out a backoff); a refused one
-    // (FAILED) needs a job to reach the dead set. One still SENDING keeps
-    // its job: a call may be running, or the receiver took it and that job
-    // holds its SENT mark (replacing it would call the receiver again).
-    const ws = [...written.values()];
-    await d.dispatch(
-      ws.filter((w) => w.fresh).map((w) => w.id),
-      { fresh: true, kind: 'APPOINTMENT_REMINDER' },
-    );
-    await d.dispatch(
-      ws.filter((w) => !w.fresh).map((w) => w.id),
-      { kind: 'APPOINTMENT_REMINDER' },
-    );
-    const states = await repo.reminderStates(slots.filter((s) => !written.has(slotKey(s)) && !failed.has(slotKey(s))));
-    const redispatch: string[] = [];
-    const moved: { slot: ReminderSlot; startsAt: Date; at: Date }[] = [];
-    const results = slots.map((slot): Settled<RemindResult> | RemindResult => {
-      if (failed.has(slotKey(slot))) return { ok: false, error: failed.get(slotKey(slot)) };
-      if (written.has(slotKey(slot))) return { kind: 'written' };
-      const { reminder, appointment: a } = states.get(slotKey(slot)) ?? { reminder: null, appointment: null };
-      // A withdrawn reminder does not count: its slot is not held now (or the
-      // write would have taken it back), and it may be held again later.
-      if (reminder?.live) {
-        // A redelivery after a crash between the write and the dispatch (or a
-        // dispatch that failed): a reminder taken back may still have its
-        // earlier delivery's dead job (replaced); one whose delivery waits out
-        // a backoff keeps it, its attempts counted.
-        if (reminder.status === 'PENDING') redispatch.push(reminder.id);
-        return { kind: 'already_written' };
-      }
-      if (!a || a.status !== 'BOOKED') return { kind: 'not_booked' };
-      // The lead is no longer planned on the slot held (dropped, or skipped): nothing to remind of.
-      if (!a.remindAt) return { kind: 'not_held' };
-      // This job carried an old slot (two reschedules raced their queue
-      // updates): the job is made to follow the slot the database holds.
-      if (!a.sameSlot) {
-        moved.push({ slot, startsAt: a.startsAt, at: a.remindAt });
-        return { kind: 'moved' };
-      }
-      // Not due yet by the database clock (clock skew, or a job left at an
-      // older, earlier remind time when its move did not reach Redis): come
-      // back then, as far ahead as the database's own clock says.
-      return { kind: 'not_due', inMs: a.msToRemind };
-    });
-    await d.dispatch(redispatch, { revive: true, kind: 'APPOINTMENT_REMINDER' });
-    await Promise.all(
-      moved.map((m) =>
-        afterCommit(
-          () => queue.schedule(reminderJob({ id: m.slot.appointmentId, startsAt: m.startsAt }, m.slot.leadSeconds ?? null, m.at)),
-          'schedule reminder',
-          log,
-          { appointmentId: m.slot.appointmentId },
-          'the reconciliation pass will create the job',
-        ),
-      ),
-    );
-    return results.map((r) => ('ok' in r ? r : { ok: true, value: r }));
   }
 
   return {
