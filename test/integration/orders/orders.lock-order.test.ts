@@ -6,8 +6,8 @@
 // "settled"; the expiry withdraws a payment reminder committed while it
 // waited for the order, never cancelling the order in a statement that
 // could not see that reminder, nor loses what its first round cancelled when
-// a later round fails; and an extension of more orders than a page extends
-// each once.
+// a later round fails, and defers 100 ms an order changed under its lock in
+// every round; and an extension of more orders than a page extends each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
@@ -22,7 +22,7 @@ import { writePaymentReminders } from '../../../src/modules/orders/sql/write-pay
 import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
 import { gate } from '../../helpers/queues.js';
-import { redisClient, sleep, uniqueQueueName } from '../../helpers/redis.js';
+import { redisClient, sleep, uniqueQueueName, waitFor } from '../../helpers/redis.js';
 
 let tdb: TestDb;
 const redis = redisClient('orders-lock-order');
@@ -115,6 +115,13 @@ async function reminderCommittedWhileExpiring<T>(client: string, expire: (id: st
   return { id: o!.id, expired: await expiring };
 }
 
+/** Sessions of this database waiting for a lock in a statement that starts with `start`. */
+const lockWaiters = async (start: string) =>
+  (
+    await tdb.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ~ ${'^\\s*' + start}`
+  )[0]!.n;
+
 /** The order's payment reminders as [status, withdrawn]. */
 const reminderStates = async (orderId: string) =>
   (await tdb.db.notification.findMany({ where: { orderId, kind: 'ORDER_PAYMENT_REMINDER' } })).map((n) => [n.status, n.withdrawnAt !== null]);
@@ -160,6 +167,48 @@ describe('the expiry when a later round fails', () => {
     expect(expired.get(plain!.id)).toMatchObject({ kind: 'cancelled', notificationId: expect.any(String) });
     expect(expired.get(id)).toEqual({ kind: 'not_due', inMs: 100 });
     expect((await tdb.db.order.findUniqueOrThrow({ where: { id } })).status).toBe('UNPAID');
+  });
+});
+
+describe('the expiry of an order a writer changes under its lock in every round', () => {
+  it('defers it 100 ms after three statements, cancelling nothing the statements could not see', async () => {
+    const [o] = await createOrdersRepository(tdb.db).insertMany([newOrderRow('every-round', 1)]);
+    await sleep(Math.max(0, o!.expiresAt.getTime() - Date.now() + 50));
+    let statements = 0;
+    // Before each of the expiry's statements, a writer takes the order's lock and changes its row (a new
+    // version, as the reminder writer's mark makes), and commits only once the statement waits for that lock.
+    const contended = new Proxy(tdb.db, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        if (prop !== '$queryRaw') return v.bind(target);
+        return async (...args: unknown[]) => {
+          statements++;
+          const locked = gate();
+          const release = gate();
+          const writer = tdb.db.$transaction(
+            async (tx) => {
+              await tx.$executeRaw`UPDATE orders SET expires_at = expires_at WHERE id = ${o!.id}::uuid`;
+              locked.open();
+              await release.promise;
+            },
+            { timeout: 20_000 },
+          );
+          await locked.promise;
+          const statement = (v as (...a: unknown[]) => Promise<unknown>).apply(target, args).then((r) => r);
+          expect(await waitFor(async () => (await lockWaiters('WITH')) > 0, 20_000, 20)).toBe(true);
+          release.open();
+          await writer;
+          return statement;
+        };
+      },
+    }) as unknown as Db;
+    const expired = await expireOrders(contended, [o!.id]);
+    expect(statements).toBe(3);
+    expect(expired.get(o!.id)).toEqual({ kind: 'not_due', inMs: 100 });
+    expect((await tdb.db.order.findUniqueOrThrow({ where: { id: o!.id } })).status).toBe('UNPAID');
+    // Left alone, the next expiry cancels it.
+    expect((await expireOrders(tdb.db, [o!.id])).get(o!.id)?.kind).toBe('cancelled');
   });
 });
 
