@@ -14,6 +14,8 @@
 //   order is also reminded that many seconds before its deadline, delivered to
 //   a local receiver: the reminders written and delivered a second (first to
 //   last) and their lateness after payment_remind_at are in `stream.paymentReminders`.
+//   The CPU each order cost, all told (`stream.cpuUsPerOrder`), says where the
+//   rate two cores can carry ends.
 // - overdue drain: BENCH_E2E_OVERDUE orders created through an API-only
 //   process (their expiry jobs written, no worker running) with a 1 s payment
 //   window, as after an outage of the workers; then the service starts: the
@@ -114,6 +116,8 @@ type Stream = {
   cancelled: number;
   latenessMs: Lateness | null;
   paymentReminders: PaymentReminders | null;
+  /** CPU per order created, from the service's start to the last expiry (and the last reminder delivered), µs (the load generator's and the receiver's are the bench's). */
+  cpuUsPerOrder: CpuPerItem;
 };
 type Drain = { orders: number; created: number; cancelled: number; seconds: number; perSec: number };
 
@@ -197,6 +201,7 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
   const receiver = leadS > 0 ? await startReceiver() : null;
   const reminding: Record<string, string> = receiver ? { PAYMENT_REMINDER_BEFORE_SECONDS: String(leadS), NOTIFY_ORDERS_WEBHOOK_URL: receiver.url } : {};
   const service = await run.startService({ ...env, ORDER_PAYMENT_TIMEOUT_SECONDS: String(windowS), ...reminding });
+  const cpu0 = await cpuMark(service, dbUrl, run.redis);
   try {
     log(`stream: POST /orders at ${cfg.rate}/s for ${cfg.seconds} s, each expiring ${windowS} s later`);
     const r = await create(service, STREAM, { rate: cfg.rate, seconds: cfg.seconds });
@@ -209,6 +214,7 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
     );
     // Every reminder was written before its order expired; the last deliveries may still be on their way.
     if (receiver) await within(async () => (await remindersUnsettled(STREAM)) === 0, 60_000, 'the payment reminders to be delivered');
+    const cpuUsPerOrder = cpuPerItem(cpu0, await cpuMark(service, dbUrl, run.redis), created);
     return {
       asked: Math.round(cfg.rate * cfg.seconds),
       created,
@@ -218,6 +224,7 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
       cancelled: latenessMs?.count ?? 0,
       latenessMs,
       paymentReminders: receiver ? await paymentReminders(STREAM, leadS) : null,
+      cpuUsPerOrder,
     };
   } finally {
     await run.stopService();
@@ -462,7 +469,7 @@ function markdown(date: string, machine: Machine, s: Stream, d: Drain, rs: Remin
     '',
     '| Scenario | Figure | Target | Met |',
     '|---|---|---|---|',
-    `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
+    `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms; CPU an order: ${cpuText(s.cpuUsPerOrder)} | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
     ...(s.paymentReminders
       ? [
           `| Payment reminders of the stream, ${fmt(s.paymentReminders.leadS)} s before the deadline | ${fmt(s.paymentReminders.writtenPerSec)} written/s, ${fmt(s.paymentReminders.deliveredPerSec)} delivered/s (${fmt(s.paymentReminders.written)} written, ${fmt(s.paymentReminders.delivered)} delivered, first to last); written late p99 ${s.paymentReminders.writtenLatenessMs ? fmt(s.paymentReminders.writtenLatenessMs.p99) : '—'} ms, delivered late p99 ${s.paymentReminders.deliveredLatenessMs ? fmt(s.paymentReminders.deliveredLatenessMs.p99) : '—'} ms | — | — |`,
@@ -485,7 +492,8 @@ async function main(): Promise<void> {
     await run.createDatabase();
     const env = { LOG_LEVEL: process.env.BENCH_SERVICE_LOG_LEVEL ?? 'warn', QUEUE_PREFIX: queuePrefix, DATABASE_POOL_SIZE: String(cfg.dbPool) };
     const s = cfg.scenarios.includes('stream') ? await stream(run, env) : null;
-    if (s) log(`  stream: ${JSON.stringify(s.latenessMs)}; payment reminders: ${JSON.stringify(s.paymentReminders)}`);
+    if (s)
+      log(`  stream: ${JSON.stringify(s.latenessMs)}; payment reminders: ${JSON.stringify(s.paymentReminders)}; CPU an order: ${cpuText(s.cpuUsPerOrder)}`);
     const d = cfg.scenarios.includes('drain') ? await drain(run, env) : null;
     if (d) log(`  drain: ${JSON.stringify(d)}`);
     const rs = cfg.scenarios.includes('reminders') ? await reminderStream(run, env) : null;
