@@ -38,6 +38,8 @@
 //   BENCH_E2E_SCENARIOS=stream,drain,reminders,reminderDrain  which scenarios run
 //   BENCH_E2E_CONNECTIONS=50   connections of the load generator
 //   BENCH_E2E_PAYMENT_REMINDER_S=5  the stream's PAYMENT_REMINDER_BEFORE_SECONDS (0: no payment reminders)
+//   BENCH_E2E_NOTICES_TO_RECEIVER=0 1: the stream's cancel notices go to the local receiver with reminders off
+//                              too (they do with reminders on; otherwise to the log), to tell the two costs apart
 //   BENCH_WRITE=0              do not touch bench/HISTORY.md
 //   BENCH_PG_URL, REDIS_URL, BENCH_DB_POOL, BENCH_SERVICE_LOG_LEVEL as in bench:http
 import { randomBytes } from 'node:crypto';
@@ -78,6 +80,8 @@ const cfg = {
   overdue: Math.floor(num('BENCH_E2E_OVERDUE', 100_000)),
   connections: Math.floor(num('BENCH_E2E_CONNECTIONS', 50)),
   paymentReminderS: Math.floor(num('BENCH_E2E_PAYMENT_REMINDER_S', 5)),
+  /** The stream's cancel notices to the local receiver, not the log, with payment reminders off too (on with them: one endpoint for both). */
+  noticesToReceiver: num('BENCH_E2E_NOTICES_TO_RECEIVER', 0) === 1,
   dbPool: Math.max(1, Math.floor(num('BENCH_DB_POOL', 10))),
   /** Which scenarios run (a profile of one needs the other left out). */
   scenarios: (process.env.BENCH_E2E_SCENARIOS ?? 'stream,drain,reminders,reminderDrain').split(',').map((x) => x.trim()),
@@ -183,13 +187,13 @@ async function paymentReminders(customerId: string, leadS: number): Promise<Paym
   };
 }
 
-/** Payment reminders of `customerId`'s orders still to be delivered (PENDING or SENDING). */
-const remindersUnsettled = async (customerId: string) =>
+/** Notices (payment reminders and cancel notices) of `customerId`'s orders still to be delivered (PENDING or SENDING). */
+const noticesUnsettled = async (customerId: string) =>
   (
     await pgQuery<{ n: number }>(
       dbUrl,
       `SELECT count(*)::int AS n FROM notifications n JOIN orders o ON o.id = n.order_id
-        WHERE o.customer_id = $1 AND n.kind = 'ORDER_PAYMENT_REMINDER' AND n.status IN ('PENDING', 'SENDING')`,
+        WHERE o.customer_id = $1 AND n.status IN ('PENDING', 'SENDING')`,
       [customerId],
     )
   )[0]?.n ?? 0;
@@ -198,8 +202,11 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
   // Expiries start once creation is over: the window is the stream plus 10 s.
   const windowS = Math.ceil(cfg.seconds) + 10;
   const leadS = cfg.paymentReminderS;
-  const receiver = leadS > 0 ? await startReceiver() : null;
-  const reminding: Record<string, string> = receiver ? { PAYMENT_REMINDER_BEFORE_SECONDS: String(leadS), NOTIFY_ORDERS_WEBHOOK_URL: receiver.url } : {};
+  const receiver = leadS > 0 || cfg.noticesToReceiver ? await startReceiver() : null;
+  const reminding: Record<string, string> = {
+    ...(receiver ? { NOTIFY_ORDERS_WEBHOOK_URL: receiver.url } : {}),
+    ...(leadS > 0 ? { PAYMENT_REMINDER_BEFORE_SECONDS: String(leadS) } : {}),
+  };
   const service = await run.startService({ ...env, ORDER_PAYMENT_TIMEOUT_SECONDS: String(windowS), ...reminding });
   const cpu0 = await cpuMark(service, dbUrl, run.redis);
   try {
@@ -212,8 +219,8 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
       `SELECT extract(epoch FROM cancelled_at - expires_at)::float8 * 1000 AS ms FROM orders WHERE customer_id = $1 AND status = 'CANCELLED'`,
       [STREAM],
     );
-    // Every reminder was written before its order expired; the last deliveries may still be on their way.
-    if (receiver) await within(async () => (await remindersUnsettled(STREAM)) === 0, 60_000, 'the payment reminders to be delivered');
+    // Every reminder was written before its order expired; the last deliveries (and cancel notices) may still be on their way.
+    await within(async () => (await noticesUnsettled(STREAM)) === 0, 60_000, 'the notices to be delivered');
     const cpuUsPerOrder = cpuPerItem(cpu0, await cpuMark(service, dbUrl, run.redis), created);
     return {
       asked: Math.round(cfg.rate * cfg.seconds),
@@ -223,7 +230,7 @@ async function stream(run: ReturnType<typeof openBenchRun>, env: Record<string, 
       windowS,
       cancelled: latenessMs?.count ?? 0,
       latenessMs,
-      paymentReminders: receiver ? await paymentReminders(STREAM, leadS) : null,
+      paymentReminders: leadS > 0 ? await paymentReminders(STREAM, leadS) : null,
       cpuUsPerOrder,
     };
   } finally {
@@ -469,7 +476,7 @@ function markdown(date: string, machine: Machine, s: Stream, d: Drain, rs: Remin
     '',
     '| Scenario | Figure | Target | Met |',
     '|---|---|---|---|',
-    `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms; CPU an order: ${cpuText(s.cpuUsPerOrder)} | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
+    `| Expiry stream, asked ${fmt(cfg.rate)}/s for ${cfg.seconds} s, notices to ${cfg.paymentReminderS > 0 || cfg.noticesToReceiver ? 'a local receiver' : 'the log'} | created ${fmt(s.created)} (${fmt(s.createdPerSec)}/s), cancelled ${fmt(s.cancelled)}; lateness p50 ${l ? fmt(l.p50) : '—'} / p99 ${l ? fmt(l.p99) : '—'} / max ${l ? fmt(l.max) : '—'} ms; CPU an order: ${cpuText(s.cpuUsPerOrder)} | p99 ≤ ${TARGET.streamP99Ms}, max ≤ ${TARGET.streamMaxMs} ms at 2 000/s | ${l && s.createdPerSec >= 2_000 ? (l.p99 <= TARGET.streamP99Ms && l.max <= TARGET.streamMaxMs ? 'yes' : 'no') : 'not judged'} |`,
     ...(s.paymentReminders
       ? [
           `| Payment reminders of the stream, ${fmt(s.paymentReminders.leadS)} s before the deadline | ${fmt(s.paymentReminders.writtenPerSec)} written/s, ${fmt(s.paymentReminders.deliveredPerSec)} delivered/s (${fmt(s.paymentReminders.written)} written, ${fmt(s.paymentReminders.delivered)} delivered, first to last); written late p99 ${s.paymentReminders.writtenLatenessMs ? fmt(s.paymentReminders.writtenLatenessMs.p99) : '—'} ms, delivered late p99 ${s.paymentReminders.deliveredLatenessMs ? fmt(s.paymentReminders.deliveredLatenessMs.p99) : '—'} ms | — | — |`,
