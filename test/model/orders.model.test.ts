@@ -5,8 +5,8 @@
 // raced against each other, two pays raced, the other client paying,
 // cancelling and reading an order (and creating under its Idempotency-Key
 // value, its cancel raced with the owner's pay), an operator running an expiry
-// job now (before its deadline) or cancelling it (and the customer then paying
-// past the deadline, the order still UNPAID), the retention pass (sometimes
+// job now (before its deadline) or cancelling it (the order then paid and
+// moved past its deadline while still UNPAID), the retention pass (sometimes
 // the moment a notice is on its way), deadlines moved by the client (later,
 // or to a time earlier or later; raced with a pay; an order made with a long
 // window moved much earlier at once; one moved past its deadline while its
@@ -56,17 +56,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelExpiryJob, RunExpiryNow } from './orders/admin.steps.js';
 import { SkewClocks, WORKERS } from './orders/clock.step.js';
 import { Create, CreateBurst, CreateTogether, RepeatCreate } from './orders/create.steps.js';
-import {
-  AdminExtend,
-  CreateAndMoveEarlier,
-  MoveAwayAndBack,
-  MoveDeadline,
-  MoveRacingPay,
-  PayWhileReminderWaits,
-  SettleBeforeReminder,
-} from './orders/deadline.steps.js';
+import { AdminExtend, CreateAndMoveEarlier, MoveDeadline, MoveRacingPay, PayWhileReminderWaits, SettleBeforeReminder } from './orders/deadline.steps.js';
 import { ForeignCancel, ForeignPay, ForeignRead, ForeignRepeatCreate, PayAgainstForeignCancel } from './orders/cross-client.steps.js';
 import type { Model } from './orders/model.js';
+import { MoveAwayAndBack } from './orders/move-away-and-back.step.js';
 import { Cancel, Pay, PayAndCancel, PayTwice } from './orders/pay-cancel.steps.js';
 import { Read } from './orders/read.step.js';
 import { ReminderWrittenWhileExpiryWaits } from './orders/reminder-race.step.js';
@@ -107,8 +100,9 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(window, fc.integer({ min: 2, max: 5 }), client).map(([t, n, c]) => new CreateTogether(t, n, c)) },
   { weight: 1, arbitrary: fc.nat().map((i) => new PayTwice(i)) },
   { weight: 2, arbitrary: fc.nat().map((i) => new RunExpiryNow(i)) },
-  // An expiry job cancelled (Redis losing it), and the order then paid past
-  // its deadline while still UNPAID: only the pay's deadline guard refuses it.
+  // An expiry job cancelled (Redis losing it), and the order then paid and
+  // moved past its deadline while still UNPAID: only the pay's and the move's
+  // deadline guards refuse them.
   {
     weight: 2,
     arbitrary: fc
@@ -131,11 +125,11 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 0, max: 200 })).map(([i, lead]) => new MoveRacingPay(i, lead)) },
   // Moved much earlier at once: an expiry left at the old deadline would come seconds late.
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 300, max: 1_200 }), client).map(([ms, c]) => new CreateAndMoveEarlier(ms, c)) },
-  // Moved past its deadline with its expiry job gone: only the move's window guard refuses it.
+  // The same, the move sent before the pay.
   { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 200, max: 700 })).map(([i, late]) => new CancelExpiryJob(i, late, 'move')) },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 500, max: 2_500 }), fc.integer({ min: 1, max: 2 })).map(([ms, s]) => new AdminExtend(ms, s)) },
   { weight: 1, arbitrary: client.map((c) => new PayWhileReminderWaits(c)) },
-  // Moved away and back to the same deadline while its reminder waits for a retry: taken back, not lost.
+  // Moved away and back to the same deadline while its reminder waits for a retry: taken back (judged at once), not lost.
   { weight: 1, arbitrary: client.map((c) => new MoveAwayAndBack(c)) },
   // Settled before the reminder's time: its job still fires then and must write nothing.
   { weight: 1, arbitrary: fc.tuple(client, fc.constantFrom<'pay' | 'cancel'>('pay', 'cancel')).map(([c, how]) => new SettleBeforeReminder(c, how)) },

@@ -4,14 +4,13 @@
 // expiry must come at the new deadline, not the old); an operator's
 // extension of the orders expiring soon; and a pay while the order's payment
 // reminder waits to be delivered (the receiver failing it a moment), which
-// must withdraw it; and a deadline moved away and back to the same instant
-// while its reminder waits (withdrawn, then taken back: reminded for it). Each
-// answer is judged against the model (applyMove).
+// must withdraw it. Each answer is judged against the model (applyMove).
 import type { Reply } from '../../chaos/drivers/http.js';
-import { type Real, Step } from '../runner.js';
+import { sleep } from '../../helpers/redis.js';
+import { type Real, Step, dbRead } from '../runner.js';
 import { MODEL_ADMIN_TOKEN, type ModelClient } from '../world.js';
 import { OnOrder, create, orderBody } from './create.steps.js';
-import { EPS_MS, type Model, type Order, fail, gone } from './model.js';
+import { EPS_MS, type Model, ON_TIME_MS, type Order, fail, faultNear, gone } from './model.js';
 import { applyCancel, applyPay } from './pay-cancel.steps.js';
 
 /** A move's body: later by seconds, to a time this many ms from now, or to an instant (ms since epoch). */
@@ -106,7 +105,12 @@ export class MoveRacingPay extends OnOrder {
   }
 }
 
-/** An order made with a long window and moved much earlier at once: it must expire at the new deadline (within the run's second), not the old. */
+/**
+ * An order made with a long window and moved much earlier at once: it must
+ * expire at the new deadline (within the run's second), not the old. Judged
+ * at the step (expectExpiredOnTime) and by the run's checks, which skip an
+ * order a later step paid, cancelled or brought a fault near.
+ */
 export class CreateAndMoveEarlier extends Step<Model> {
   constructor(
     readonly inMs: number,
@@ -116,11 +120,25 @@ export class CreateAndMoveEarlier extends Step<Model> {
   }
   async act(m: Model, r: Real) {
     const o = await create(m, r, this.as, `${r.tag}-e${m.orders.length}`, orderBody(m, r, 4));
-    await sendMove(o, r, { inMs: this.inMs });
+    const moved = await sendMove(o, r, { inMs: this.inMs });
+    if (moved.status === 200) await expectExpiredOnTime(o, r, moved.firstSentAt);
   }
   toString() {
     return `CreateAndMoveEarlier(${this.inMs} ms, ${this.as})`;
   }
+}
+
+/** Polls order `o`, just moved, until it is no longer UNPAID: by ON_TIME_MS past its new deadline, unless a fault came near since the move (sent at `from`). */
+async function expectExpiredOnTime(o: Order, r: Real, from: number): Promise<void> {
+  const until = o.expiresAt + ON_TIME_MS;
+  for (;;) {
+    const row = await dbRead(() => r.world.db.order.findUnique({ where: { id: o.id }, select: { status: true } }));
+    if (row?.status !== 'UNPAID') return;
+    if (Date.now() > until) break;
+    await sleep(50);
+  }
+  if (!faultNear(r, from, until))
+    throw new Error(`order ${o.id}: moved to ${o.expiresAt}, still UNPAID ${Date.now() - o.expiresAt} ms after it, without a fault`);
 }
 
 /** An operator gives `bySeconds` back to every order expiring within the next `withinMs` (or past its deadline by up to 300 ms). */
@@ -213,36 +231,5 @@ export class PayWhileReminderWaits extends Step<Model> {
   }
   toString() {
     return `PayWhileReminderWaits(${this.as})`;
-  }
-}
-
-/**
- * An order reminded two seconds before its deadline X, its reminder's first
- * call failed by the receiver, then its deadline moved away (X + 1 s, which
- * withdraws that reminder) and back to X: the reminder of X must be taken
- * back and delivered (the run's checks: an order unpaid through its last
- * deadline was reminded for it, not left with a reminder a move withdrew).
- */
-export class MoveAwayAndBack extends Step<Model> {
-  constructor(readonly as: ModelClient) {
-    super();
-  }
-  async act(m: Model, r: Real) {
-    const o = await create(m, r, this.as, `${r.tag}-ab${m.orders.length}`, { ...orderBody(m, r, 4), paymentReminderBeforeSeconds: 2 });
-    const x = o.expiresAt;
-    await new Promise((done) => setTimeout(done, Math.max(0, x - 2_000 - 150 - Date.now())));
-    r.world.receiver('fail');
-    const called = () =>
-      r.world.webhook.calls.some((c) => c.body.kind === 'ORDER_PAYMENT_REMINDER' && (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
-    try {
-      for (const end = Date.now() + 700; !called() && Date.now() < end;) await new Promise((done) => setTimeout(done, 10));
-      await sendMove(o, r, { at: x + 1_000 });
-    } finally {
-      r.world.receiver('ok');
-    }
-    await sendMove(o, r, { at: x });
-  }
-  toString() {
-    return `MoveAwayAndBack(${this.as})`;
   }
 }

@@ -3,7 +3,7 @@
 // step reads the same way (fail, gone, notFound).
 import type { Reply } from '../../chaos/drivers/http.js';
 import { EPS_MS, type Real, SETTLE_MS, answeredAsUnknown, fail } from '../runner.js';
-import { MODEL_CLIENTS, type ModelClient } from '../world.js';
+import { type FaultSpan, MODEL_CLIENTS, type ModelClient } from '../world.js';
 
 // Shared by every suite (runner.ts); here so the steps and checks import their model from one place.
 export { EPS_MS, SETTLE_MS, fail };
@@ -77,3 +77,27 @@ export function gone(o: Order, what: string, res: Reply): boolean {
   if (res.status !== 404 || res.body.code !== 'ORDER_NOT_FOUND') fail(`${what} ${o.id} after retention deleted it`, res);
   return true;
 }
+
+/**
+ * How long a fault may hold an expiry or a reminder up after its step ended:
+ * a silenced connection found dead (the socket timeout), a worker's
+ * replacement starting beside the other, connections made again. Killing the
+ * API holds neither up.
+ */
+const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 'silenceRedis' ? 2_000 : 1_000);
+
+/** Whether a fault of the run (one still going included) may have held an expiry or a reminder up between `from` and `to`. */
+export function faultNear(r: Real, from: number, to: number): boolean {
+  return r.run.faultSpans.some((f) => {
+    const tail = faultTailMs(f);
+    return tail !== null && f.from <= to && f.to + tail >= from;
+  });
+}
+
+/**
+ * How late past its deadline a timeout may cancel an order: done by its own
+ * expiry job (back at the deadline the database measured, if it ran early,
+ * whatever the hosts' clocks say), never left to the reconciliation pass,
+ * which takes only orders a second or more past their deadline.
+ */
+export const ON_TIME_MS = 1_000;

@@ -11,8 +11,7 @@
 // takes it back; one the timeout withdrew before its call is excused).
 import { dedupeKey } from '../../../src/core/delivery/index.js';
 import type { Real } from '../runner.js';
-import { type FaultSpan } from '../world.js';
-import { EPS_MS, type Order, type Seen } from './model.js';
+import { EPS_MS, type Order, type Seen, faultNear } from './model.js';
 
 export const REMINDER_KIND = 'ORDER_PAYMENT_REMINDER';
 /** How long after a pay's or cancel's 200 a reminder call claimed just before it may still reach the receiver (a loaded host). */
@@ -21,10 +20,7 @@ const ANSWERED_MARGIN_MS = 400;
 const TIMEOUT_CANCEL_MARGIN_MS = 2_000;
 
 /** A withdrawal's reason when a move or an extension gave the reminder's deadline up (sql/*.ts of the orders). */
-const MOVED = /deadline (moved|extended)/;
-
-/** How long a fault may hold a reminder up after its step ended (a worker replaced, a connection found dead). */
-const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 'silenceRedis' ? 2_000 : 1_000);
+export const MOVED = /deadline (moved|extended)/;
 
 /**
  * What breaks the reminder rules for order `o`, given its row, its reminder
@@ -75,10 +71,7 @@ export function reminderProblems(
     row.status === 'CANCELLED' &&
     row.cancelReason === 'PAYMENT_TIMEOUT' &&
     !o.expiry?.jobCancelled &&
-    !r.run.faultSpans.some((f) => {
-      const tail = faultTailMs(f);
-      return tail !== null && f.from <= last + 1_000 && f.to + tail >= o.createdAt;
-    });
+    !faultNear(r, o.createdAt, last + 1_000);
   if (judged) {
     counts.remindersJudged++;
     const forLast = reminders.find((n) => n.dedupeKey === dedupeKey.orderPaymentReminder(o.id, last));

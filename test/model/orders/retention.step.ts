@@ -41,8 +41,11 @@ export class Retention extends Step<Model> {
     const look = () =>
       read(() => Promise.all([db.order.findMany({ where: { id: { in: ids } } }), db.notification.findMany({ where: { orderId: { in: ids } } })]));
     let [rows, notes] = await look();
+    // On its way and of a settled order: an UNPAID order's reminder is no purge's to keep.
+    const settledOnItsWay = () =>
+      notes.some((n) => (n.status === 'PENDING' || n.status === 'SENDING') && rows.some((x) => x.id === n.orderId && x.status !== 'UNPAID'));
     for (const end = Date.now() + LOOK_MS; this.racing && Date.now() < end; [rows, notes] = await look()) {
-      if (notes.some((n) => n.status === 'PENDING' || n.status === 'SENDING')) break;
+      if (settledOnItsWay()) break;
       await new Promise((res) => setTimeout(res, 10));
     }
     // A failed pass (the database cut off by a fault) may still have committed: what is gone says.

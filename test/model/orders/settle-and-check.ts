@@ -3,25 +3,10 @@
 // that no effect crosses clients first (the payment reminders' rules in
 // reminder-checks.ts).
 import { type Real, problems, repeatExplained, settled } from '../runner.js';
-import { type FaultSpan, MODEL_CLIENTS } from '../world.js';
+import { MODEL_CLIENTS } from '../world.js';
 import { rightClocks } from './clock.step.js';
-import { type Model, type Order, SETTLE_MS, type Seen } from './model.js';
+import { type Model, ON_TIME_MS, type Order, SETTLE_MS, type Seen, faultNear } from './model.js';
 import { REMINDER_KIND, reminderProblems } from './reminder-checks.js';
-
-/**
- * How late past its deadline a timeout may cancel an order: done by its own
- * expiry job (back at the deadline the database measured, if it ran early,
- * whatever the hosts' clocks say), never left to the reconciliation pass,
- * which takes only orders a second or more past their deadline.
- */
-const ON_TIME_MS = 1_000;
-/**
- * How long a fault may delay an expiry after its step ended: a silenced
- * connection found dead (the socket timeout), a worker's replacement
- * starting beside the other (CPU on a loaded host), connections made again.
- * Killing the API delays no expiry.
- */
-const faultTailMs = (f: FaultSpan) => (f.kind === 'killApi' ? null : f.kind === 'silenceRedis' ? 2_000 : 1_000);
 
 /**
  * Whether order `o`, cancelled by its timeout at `cancelledAt`, was
@@ -33,11 +18,7 @@ function onTime(o: Order, cancelledAt: number, r: Real): { lateMs: number; ok: b
   if (o.expiry?.jobCancelled) return null;
   const from = o.expiry?.ranEarlyAt ?? o.createdAt;
   const until = o.expiresAt + ON_TIME_MS;
-  const near = r.run.faultSpans.some((f) => {
-    const tail = faultTailMs(f);
-    return tail !== null && f.from <= until && f.to + tail >= from;
-  });
-  if (near) return null;
+  if (faultNear(r, from, until)) return null;
   const lateMs = cancelledAt - o.expiresAt;
   return { lateMs, ok: lateMs <= ON_TIME_MS };
 }
