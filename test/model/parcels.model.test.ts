@@ -12,11 +12,12 @@
 // Redis (a parcel of one area in another's group, of either client; and
 // such a group then filled up at once by intakes of its area), area rules
 // changed while parcels wait (a batch size of 1..3 or the default 4, a
-// maximum wait of 1..3 s or the default 1.5 s), manual flushes, withdraws
-// and moves of parcels, two opposite moves of one parcel at once, a flush
-// racing the FULL add and a withdraw on one area, time steps around the
-// maximum waits, receiver behaviours and
-// faults. The rules checked:
+// maximum wait of 1..3 s or the default 1.5 s), manual flushes (one after
+// the area's Redis group lost what waited while parcels kept coming: more
+// than its size waiting), withdraws and moves of parcels, opposite moves of
+// parcels at once (fresh ones, in rounds), a flush racing the FULL add and a
+// withdraw on one area, time steps around the maximum waits, receiver
+// behaviours and faults. The rules checked:
 // - no effect crosses clients: another client's parcel, area and batch are
 //   answered exactly as unknown ones (404, the same body but for the id), or
 //   as the caller's own of that tracking number or code; its intake under an
@@ -34,7 +35,10 @@
 //   (the rule current when it was made), a flush's batch MANUAL of its own
 //   area's parcels, a withdrawn parcel never seen in a batch (nor seen
 //   batched answered WITHDRAWN), a moved one in its new area, arrival kept,
-//   and after two opposite moves in no Redis group but its area's;
+//   and after opposite moves in its area's Redis group and no other (looked
+//   up in Redis); a waiting group's deadline, when its TIMEOUT batch is due,
+//   at its first arrival + its area's own maximum wait (looked up in Redis
+//   after a rule change and after intakes);
 // - once settled: every accepted parcel not withdrawn in exactly one batch of
 //   its own (last) area, a withdrawn one WITHDRAWN in none, no row for a
 //   refused one; every batch counts the parcels it holds; a FULL batch holds
@@ -55,9 +59,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForeignIntake, ForeignPutArea, ForeignReadArea, ForeignReadBatch, ForeignReadParcel } from './parcels/cross-client.steps.js';
-import { Flush, FlushRace, Move, MoveRace, SetAreaRule, Withdraw } from './parcels/changes.steps.js';
+import { Flush, FlushRace, Move, SetAreaRule, Withdraw } from './parcels/changes.steps.js';
 import { BatchIntake, Burst, ConflictIntake, Intake, IntakeUnknownArea, PutArea, RepeatIntake } from './parcels/intake.steps.js';
+import { LostGroupFlush } from './parcels/lost-group.step.js';
 import { AREAS, type Model, PLATES, RULE_SIZES, RULE_WAITS_S, newModel } from './parcels/model.js';
+import { MoveRace } from './parcels/move-race.step.js';
 import { ReadBatch, ReadParcel } from './parcels/read.steps.js';
 import { settleAndCheck } from './parcels/settle-and-check.js';
 import { StrayEntry } from './parcels/stray-entry.step.js';
@@ -106,10 +112,13 @@ const operations: fc.Arbitrary<Step<Model>> = fc.oneof(
     weight: 3,
     arbitrary: fc.tuple(fc.nat(), fc.constantFrom(...RULE_SIZES), fc.constantFrom(...RULE_WAITS_S)).map(([a, s, w]) => new SetAreaRule(a, s, w)),
   },
-  { weight: 2, arbitrary: fc.nat().map((a) => new Flush(a)) },
+  // Half the flushes (by a bit of the pick, so the draw stays as it was) after the area's group lost what waited:
+  // more than its size waiting.
+  { weight: 2, arbitrary: fc.nat().map((a) => ((a >> 4) & 1 ? new LostGroupFlush(a) : new Flush(a))) },
   { weight: 3, arbitrary: fc.nat().map((i) => new Withdraw(i)) },
-  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => new Move(i, t)) },
-  // Two opposite moves of one parcel at once: it ends in the group of the area its row says.
+  // Half the moves (as above) raced: opposite moves of parcels at once (fresh ones, judged in both groups), each ending in
+  // the group of the area its row says.
+  { weight: 2, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => ((t >> 4) & 1 ? new MoveRace(i, t) : new Move(i, t))) },
   { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([i, t]) => new MoveRace(i, t)) },
   { weight: 3, arbitrary: fc.tuple(fc.nat(), fc.integer({ min: 1, max: 4 })).map(([a, n]) => new FlushRace(a, n)) },
 );

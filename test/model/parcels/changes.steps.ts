@@ -5,18 +5,13 @@
 // Each answer is held to the model at once: a flushed batch MANUAL, of its
 // area's parcels only, none of them withdrawn or seen in another batch,
 // within the area's size; a withdrawn parcel never in a batch; a moved one
-// in its new area with its arrival kept.
-import { isRedisUnavailable, redisCall } from '../../../src/core/redis-call.js';
-import { groupOf } from '../../../src/modules/parcels/parcels.groups.js';
-import { PARCELS_QUEUE } from '../../../src/modules/parcels/parcels.module.js';
+// in its new area with its arrival kept; after a rule change, the group's
+// deadline counted by the area's new maximum wait (groups.probe.ts).
 import { OnPick, type Real } from '../runner.js';
+import { checkDeadline, waitingCount } from './groups.probe.js';
 import { OnParcel, intake, putArea } from './intake.steps.js';
 import {
   type Area,
-  LINGER_MS,
-  MAX_WAIT_MS,
-  SIZE,
-  areaOf,
   type Model,
   type Parcel,
   type RULE_SIZES,
@@ -35,7 +30,7 @@ import {
 } from './model.js';
 
 /** POST /areas/:code/flush as the area's client: a MANUAL batch of its own waiting parcels, or 409 NOTHING_WAITING. */
-async function flushArea(m: Model, r: Real, area: Area): Promise<void> {
+export async function flushArea(m: Model, r: Real, area: Area): Promise<void> {
   const res = await r.world.httpAs(area.client).send('POST', `/areas/${area.code}/flush`);
   const w = windowOf(res);
   (area.flushes ??= []).push(w);
@@ -134,8 +129,11 @@ export class SetAreaRule extends OnArea {
   async act(m: Model, r: Real) {
     const area = this.picked(m);
     const plate = (area.versions.at(-1) as { plate: string }).plate;
+    // A rule applies to what waits: one parcel is taken in first when none waits (a group of size 1 keeps none).
+    if ((await waitingCount(r, area)) === 0) await intake(m, r, area, trackingOf(r, parcelsOf(m, area.client)));
     await putArea(m, r, area.client, area.index, plate, { batchSize: this.size, maxWaitSeconds: this.waitS });
     m.changes.rules = (m.changes.rules ?? 0) + 1;
+    await checkDeadline(m, r, area, `${this}`);
   }
   toString() {
     return `SetAreaRule(${this.pick}, ${this.size}, ${this.waitS})`;
@@ -182,55 +180,6 @@ export class Move extends OnParcel {
   }
   toString() {
     return `Move(${this.pick}, ${this.target})`;
-  }
-}
-
-/**
- * Two opposite moves of one parcel at once: to another area of its client
- * and back to its own. Whichever commit lands last decides its area (read
- * back); still waiting there, it must not be left in the other area's Redis
- * group (each move's Redis steps racing the other's once left it in the
- * loser's group, or in none, until the reconciliation pass). Checked by
- * removing it from that group (nothing to remove when right) when no fault
- * came near the race.
- */
-export class MoveRace extends Move {
-  override async act(m: Model, r: Real) {
-    const p = this.parcel(m);
-    const home = areaOf(m, p.client, p.area);
-    const to = this.targetOf(m, p);
-    if (!home || !to) return;
-    p.movedTo = to.code;
-    const start = Date.now();
-    const send = (a: Area) => r.world.httpAs(p.client).send('POST', `/parcels/${p.trackingNo}/move`, { area: a.code });
-    const answers = await Promise.all([send(to), send(home)]);
-    to.groupings.push(windowOf(answers[0]));
-    home.groupings.push(windowOf(answers[1]));
-    const what = `move race of ${p.trackingNo} between ${home.code} and ${to.code} as ${p.client}`;
-    for (const res of answers) {
-      noteChange(m, 'move race', res);
-      if (res.status !== 200 && !(res.status === 409 && ['ALREADY_BATCHED', 'PARCEL_WITHDRAWN'].includes(String(res.body.code)))) fail(what, res);
-    }
-    p.moved = true;
-    const got = await r.world.httpAs(p.client).send('GET', `/parcels/${p.trackingNo}`);
-    if (got.status !== 200) fail(`${what}: read back`, got);
-    observeParcel(m, p, got, `${what}: read back`, true);
-    delete p.movedTo;
-    // A fault near the race may leave a move's Redis step undone or run late (a stale entry the next commit drops).
-    const end = Date.now();
-    const faultless = answers.every((a) => a.attempts === 1) && !r.run.faultSpans.some((f) => f.from <= end && f.to + LINGER_MS >= start - LINGER_MS);
-    if (got.body.status !== 'WAITING' || !faultless) return;
-    const other = got.body.area === to.code ? home : to;
-    const batcher = r.world.batcher(PARCELS_QUEUE, { batchSize: SIZE, maxWaitMs: MAX_WAIT_MS });
-    try {
-      const stray = await redisCall(batcher.remove(groupOf({ client: other.client, code: other.code }), [p.trackingNo]), 'move race: other group');
-      if (stray > 0) fail(`${what}: waits in ${String(got.body.area)}, but was left in ${other.code}'s Redis group`, got);
-    } catch (err) {
-      if (!isRedisUnavailable(err)) throw err;
-    }
-  }
-  override toString() {
-    return `MoveRace(${this.pick}, ${this.target})`;
   }
 }
 

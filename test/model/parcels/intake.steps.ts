@@ -3,6 +3,7 @@
 // in batch requests, repeated, conflicting and for an unknown area.
 import type { Reply } from '../../chaos/drivers/http.js';
 import { OnPick, type Real, Step } from '../runner.js';
+import { checkDeadline } from './groups.probe.js';
 import type { ModelClient } from '../world.js';
 import {
   type Area,
@@ -108,6 +109,7 @@ export class Intake extends OnArea {
   async act(m: Model, r: Real) {
     const area = this.area(m);
     for (let k = 0; k < this.n; k++) await intake(m, r, area, trackingOf(r, parcelsOf(m, area.client)));
+    await checkDeadline(m, r, area, `${this}`);
   }
   toString() {
     return `Intake(${this.pick}, ${this.n})`;

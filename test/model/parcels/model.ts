@@ -81,6 +81,8 @@ export type Model = {
   foreign: { unknown: number; own: number; refused: number; put: number };
   /** Area rule changes, flushes, withdraws and moves, by what they were answered (status). */
   changes: Record<string, number>;
+  /** Looks into the service's Redis groups (groups.probe.ts), by what they judged or why they did not. */
+  looks: Record<string, number>;
   /** Intakes under way (parcel keys): a flush racing one may batch its parcel before the intake answers. */
   intaking?: Set<string>;
   /** Parcels of intakes under way that a flush answered in its batch (key -> batch id), learnt when the intake answers. */
@@ -99,6 +101,7 @@ export const newModel = (): Model => ({
   twins: [],
   foreign: { unknown: 0, own: 0, refused: 0, put: 0 },
   changes: {},
+  looks: {},
 });
 
 /** The client that is not `c`. */

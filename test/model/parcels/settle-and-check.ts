@@ -111,5 +111,5 @@ export async function settleAndCheck(m: Model, r: Real): Promise<Record<string, 
     else if (b.client !== client) p.add(`batch ${id} of ${b.client} was answered to ${client}`);
   }
   p.throwIfAny(() => `run ${r.tag} (logs: ${r.world.saveLogs(r.tag)})`);
-  return counts;
+  return { ...counts, ...m.looks };
 }
