@@ -563,6 +563,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'src/modules/orders/sql/move-deadline.ts',
     find: "client = ${client} AND status = 'UNPAID' AND expires_at > now()",
     replace: "client = ${client} AND status = 'UNPAID'",
+    // CancelExpiryJob's late move: the deadline placed between two reconciliation passes, the job cancelled after the first (a pass gives a missing job back).
     model: ['orders'],
     integration: ['orders.deadline'],
     required: false,
@@ -573,6 +574,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'src/modules/orders/orders.deadlines.ts',
     find: 'await reschedule(moved);',
     replace: 'void reschedule;',
+    // CreateAndMoveEarlier judges the expiry at the step, by a second past the new deadline (the run's check skips an order a later step touched).
     model: ['orders'],
     integration: ['orders.deadline'],
     required: false,
@@ -603,8 +605,8 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'src/modules/orders/sql/write-payment-reminders.ts',
     find: '${takeBackOnConflictSql}',
     replace: 'ON CONFLICT (dedupe_key) DO NOTHING RETURNING dedupe_key AS key, id::text AS id, true AS fresh',
-    // The orders suite draws MoveAwayAndBack, but at CI's seed not where its rule is judged (weight 3 kills it, and lets M3b survive).
-    model: [],
+    // MoveAwayAndBack judges the take-back at the step, before the deadline (the run's check skips an order a later fault came near).
+    model: ['orders'],
     integration: ['orders.payment-reminder'],
     required: false,
   },
@@ -706,6 +708,16 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "await d.dispatch(pending, { fresh: true, kind: 'ORDER_PAYMENT_REMINDER' });",
     model: [],
     integration: ['orders.payment-reminder-take-back'],
+    required: false,
+  },
+  {
+    id: 'OD18',
+    rule: "an order changed under the expiry's lock in every round comes back in 100 ms (answered settled, its job would be acked and the order left UNPAID for the reconciliation pass)",
+    file: 'src/modules/orders/sql/cancel.ts',
+    find: "for (const id of todo) out.set(id, { kind: 'not_due', inMs: CHANGED_DEFER_MS });",
+    replace: "for (const id of todo) out.set(id, { kind: 'settled' });",
+    model: [],
+    integration: ['orders.lock-order'],
     required: false,
   },
   {
@@ -934,7 +946,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'src/modules/parcels/parcels.changes.ts',
     find: 'return (await follow(client, trackingNo, to)) ?? moved;',
     replace: 'return (await repo.findParcel(client, trackingNo)) ?? moved;',
-    model: [],
+    model: ['parcels'],
     integration: ['parcels.withdraw-move'],
     required: false,
   },
