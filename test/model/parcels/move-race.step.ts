@@ -143,9 +143,10 @@ async function judge(m: Model, r: Real, x: Parcel, areas: { home: Area; to: Area
     if (due < Date.now() + TAKE_MARGIN_MS || !calmSince(r, Date.now())) return noteLook(m, 'move race: other group judged (a take may be under way)');
     const probe = await redisCall(batcher.add(groupOfArea(own), x.trackingNo, x.createdAt), 'move race: own group');
     noteLook(m, 'move race: both groups judged');
-    if (!probe.added) return;
-    // Found missing: put back what the probe's add took (this caller commits nothing), and see whether it was in a take.
+    // Put back whatever the probe's add took (an add takes full batches even when it adds nothing; this caller commits nothing).
     if (probe.batches.length > 0) await redisCall(batcher.restore(groupOfArea(own), probe.batches.flat()), 'move race: put back');
+    if (!probe.added) return;
+    // Found missing: see whether it was in a take.
     await new Promise((res) => setTimeout(res, TAKE_MARGIN_MS));
     const again = await r.world.httpAs(x.client).send('GET', `/parcels/${x.trackingNo}`);
     if (again.status === 200 && again.body.status === 'WAITING') fail(`${what}: waits in ${own.code}, but was in none of the two Redis groups`, got);
