@@ -31,15 +31,17 @@ export class MoveAwayAndBack extends Step<Model> {
     r.world.receiver('fail');
     const called = () =>
       r.world.webhook.calls.some((c) => c.body.kind === 'ORDER_PAYMENT_REMINDER' && (c.body as { payload?: { orderId?: string } }).payload?.orderId === o.id);
+    let away: number;
     try {
       for (const end = Date.now() + 700; !called() && Date.now() < end;) await sleep(10);
+      away = Date.now();
       await sendMove(o, r, { at: x + 1_000 });
     } finally {
       r.world.receiver('ok');
     }
     const back = await sendMove(o, r, { at: x });
     // Judged only with half a second left for the reminder's job to run (a busy host may answer the move back late).
-    if (back.status === 200 && Date.now() <= x - 500) await expectTakenBack(o, r, x, o.createdAt);
+    if (back.status === 200 && Date.now() <= x - 500) await expectTakenBack(o, r, x, away);
   }
   toString() {
     return `MoveAwayAndBack(${this.as})`;
