@@ -115,6 +115,18 @@ async function reminderCommittedWhileExpiring<T>(client: string, expire: (id: st
   return { id: o!.id, expired: await expiring };
 }
 
+/** `db` with its `$queryRaw` (the expiry's statements) replaced by `wrap` of the real one. */
+function withQueryRaw(db: Db, wrap: (run: (...args: unknown[]) => Promise<unknown>) => (...args: unknown[]) => Promise<unknown>): Db {
+  const run = (...args: unknown[]) => (db.$queryRaw as (...a: unknown[]) => Promise<unknown>).apply(db, args);
+  return new Proxy(db, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return prop === '$queryRaw' ? wrap(run) : v.bind(target);
+    },
+  });
+}
+
 /** Sessions of this database waiting for a lock in a statement that starts with `start`. */
 const lockWaiters = async (start: string) =>
   (
@@ -153,15 +165,12 @@ describe('the expiry when a later round fails', () => {
     const [plain] = await createOrdersRepository(tdb.db).insertMany([newOrderRow('round-fail', 1)]);
     let statements = 0;
     // The database as the expiry sees it: its second statement (the round for the changed order) fails.
-    const failing = new Proxy(tdb.db, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        if (prop !== '$queryRaw') return v.bind(target);
-        return (...args: unknown[]) =>
-          ++statements === 2 ? Promise.reject(new Error('connection lost')) : (v as (...a: unknown[]) => unknown).apply(target, args);
-      },
-    }) as unknown as Db;
+    const failing = withQueryRaw(
+      tdb.db,
+      (run) =>
+        (...args) =>
+          ++statements === 2 ? Promise.reject(new Error('connection lost')) : run(...args),
+    );
     const { id, expired } = await reminderCommittedWhileExpiring('round-fail', (x) => expireOrders(failing, [plain!.id, x]));
     expect(statements).toBe(2);
     expect(expired.get(plain!.id)).toMatchObject({ kind: 'cancelled', notificationId: expect.any(String) });
@@ -177,32 +186,25 @@ describe('the expiry of an order a writer changes under its lock in every round'
     let statements = 0;
     // Before each of the expiry's statements, a writer takes the order's lock and changes its row (a new
     // version, as the reminder writer's mark makes), and commits only once the statement waits for that lock.
-    const contended = new Proxy(tdb.db, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (typeof v !== 'function') return v;
-        if (prop !== '$queryRaw') return v.bind(target);
-        return async (...args: unknown[]) => {
-          statements++;
-          const locked = gate();
-          const release = gate();
-          const writer = tdb.db.$transaction(
-            async (tx) => {
-              await tx.$executeRaw`UPDATE orders SET expires_at = expires_at WHERE id = ${o!.id}::uuid`;
-              locked.open();
-              await release.promise;
-            },
-            { timeout: 20_000 },
-          );
-          await locked.promise;
-          const statement = (v as (...a: unknown[]) => Promise<unknown>).apply(target, args).then((r) => r);
-          expect(await waitFor(async () => (await lockWaiters('WITH')) > 0, 20_000, 20)).toBe(true);
-          release.open();
-          await writer;
-          return statement;
-        };
-      },
-    }) as unknown as Db;
+    const contended = withQueryRaw(tdb.db, (run) => async (...args) => {
+      statements++;
+      const locked = gate();
+      const release = gate();
+      const writer = tdb.db.$transaction(
+        async (tx) => {
+          await tx.$executeRaw`UPDATE orders SET expires_at = expires_at WHERE id = ${o!.id}::uuid`;
+          locked.open();
+          await release.promise;
+        },
+        { timeout: 20_000 },
+      );
+      await locked.promise;
+      const statement = run(...args).then((r) => r);
+      expect(await waitFor(async () => (await lockWaiters('WITH')) > 0, 20_000, 20)).toBe(true);
+      release.open();
+      await writer;
+      return statement;
+    });
     const expired = await expireOrders(contended, [o!.id]);
     expect(statements).toBe(3);
     expect(expired.get(o!.id)).toEqual({ kind: 'not_due', inMs: 100 });
