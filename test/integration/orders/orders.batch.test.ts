@@ -196,7 +196,7 @@ describe('plans on stale statistics', () => {
       const unpaid: string[] = [];
       for (let k = 0; k < 5; k++) unpaid.push(...(await repo.insertMany(Array.from({ length: 1_000 }, (_, i) => order(i)))).map((o) => o.id));
       const plan = async (q: Prisma.Sql) => JSON.stringify(await own.db.$queryRaw(Prisma.sql`EXPLAIN (FORMAT JSON) ${q}`));
-      const statusIndexScans = (p: string) => p.split('"orders_status_expires_at_idx"').length - 1;
+      const statusIndexScans = (p: string) => p.split('"orders_status_expires_at_id_idx"').length - 1;
       expect(statusIndexScans(await plan(expireManySql(unpaid.slice(0, 300))))).toBe(0);
       // The pass's subquery takes the oldest overdue through the index; the UPDATE finds them by id.
       expect(statusIndexScans(await plan(cancelOverdueSql(30, 500)))).toBe(1);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../../src/generated/prisma/client.js';
 import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
 import { expireManySql } from '../../../src/modules/orders/sql/cancel.js';
+import { listUnpaidSql, listUnremindedSql } from '../../../src/modules/orders/sql/reads.js';
 import { withdrawSettledPaymentRemindersSql, withdrawPaymentRemindersSql } from '../../../src/modules/orders/sql/reminder-withdrawal.js';
 import { newOrderRow } from '../../helpers/bodies.js';
 import { createTestDb, type TestDb } from '../../helpers/db.js';
@@ -66,5 +67,46 @@ describe('the live payment reminders index', () => {
     ]);
     for (const plan of plans.slice(0, 3)) expect(plan).toMatch(/notifications_live_payment_reminder_idx/);
     expect(plans[0]).not.toMatch(/Seq Scan on notifications/);
+  }, 60_000);
+});
+
+// A fresh database (never analyzed, as after a deploy or with autovacuum off)
+// with many live reminders: each statement must reach the rows of its own
+// orders by an index condition, not read every live row against each order
+// (what made the expiry's cost grow with the undelivered backlog).
+describe('on tables never analyzed, with many live reminders', () => {
+  let fresh: TestDb;
+  beforeAll(async () => {
+    fresh = await createTestDb('orders_withdrawal_fresh');
+  });
+  afterAll(async () => {
+    await fresh?.drop();
+  });
+
+  it('finds the reminders of the orders withdrawn by index condition, and pages the pass by its keyset', async () => {
+    const repo = createOrdersRepository(fresh.db);
+    const live = await repo.insertMany(Array.from({ length: 2_000 }, () => newOrderRow('live', 3, { lead: 2 })));
+    await sleep(1_100);
+    await repo.remindMany(live.map((o) => o.id));
+    const ids = live.slice(0, 20).map((o) => o.id);
+    const explain = async (sql: Prisma.Sql) =>
+      (await fresh.db.$queryRaw<{ 'QUERY PLAN': string }[]>(Prisma.sql`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
+    for (const sql of [
+      expireManySql(ids),
+      withdrawSettledPaymentRemindersSql(ids, 'x'),
+      withdrawPaymentRemindersSql(Prisma.sql`id = ANY(${ids}::uuid[])`, 'x'),
+    ]) {
+      const plan = await explain(sql);
+      expect(plan).toMatch(/Index Cond: \(order_id = ANY/);
+      expect(plan).not.toMatch(/Seq Scan on notifications/);
+    }
+    // The pass's pages: in index order from the cursor, no sort of the whole horizon.
+    const until = new Date(Date.now() + 60_000);
+    const after = { id: live[0]!.id, expiresAt: live[0]!.expiresAt, remindAt: live[0]!.paymentRemindAt! };
+    for (const sql of [listUnpaidSql(until, after, 100), listUnremindedSql(until, 30, after, 100)]) {
+      const plan = await explain(sql);
+      expect(plan).not.toMatch(/Sort/);
+      expect(plan).toMatch(/Index Cond: .*ROW\(/);
+    }
   }, 60_000);
 });

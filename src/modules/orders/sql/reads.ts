@@ -33,33 +33,37 @@ export async function orderState(
 
 /** UNPAID orders expiring before `until`, in deadline order after a keyset cursor, for re-creating expiry jobs. */
 export function listUnpaid(db: Db, until: Date, after: { expiresAt: Date; id: string } | null, limit: number) {
-  return db.order.findMany({
-    where: {
-      status: 'UNPAID',
-      expiresAt: { lte: until },
-      ...(after && {
-        OR: [{ expiresAt: { gt: after.expiresAt } }, { expiresAt: after.expiresAt, id: { gt: after.id } }],
-      }),
-    },
-    orderBy: [{ expiresAt: 'asc' }, { id: 'asc' }],
-    take: limit,
-    select: { id: true, expiresAt: true },
-  });
+  return db.$queryRaw<{ id: string; expiresAt: Date }[]>(listUnpaidSql(until, after, limit));
+}
+
+/** listUnpaid's statement (exported for the test of its plan): the cursor a row comparison, an index condition on (status, expires_at, id). */
+export function listUnpaidSql(until: Date, after: { expiresAt: Date; id: string } | null, limit: number): Prisma.Sql {
+  const cursor = after ? Prisma.sql`AND (o.expires_at, o.id) > (${after.expiresAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty;
+  return Prisma.sql`
+    SELECT o.id::text AS id, o.expires_at AS "expiresAt" FROM orders o
+     WHERE o.status = 'UNPAID' AND o.expires_at <= ${until}::timestamptz ${cursor}
+     ORDER BY o.expires_at, o.id
+     LIMIT ${limit}`;
 }
 
 /**
  * UNPAID orders whose payment reminder falls before `until`, their deadline
  * still ahead, and no live reminder for their current deadline (one withdrawn
  * when the deadline moved away and back counts as none), in reminder-time
- * order after a keyset cursor (the partial index of UNPAID orders by reminder
- * time): `overdue` when its time passed more than `graceSeconds` ago (its job
+ * order after a keyset cursor (the partial index of UNPAID orders by (reminder
+ * time, id)): `overdue` when its time passed more than `graceSeconds` ago (its job
  * lost, or left at an older, later time). Bounded below too: a reminder time
  * more than the longest lead ago belongs to a deadline already passed, so the
  * index is read from there, not from the oldest UNPAID order's reminder.
  */
 export async function listUnreminded(db: Db, until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number) {
+  return db.$queryRaw<{ id: string; remindAt: Date; overdue: boolean }[]>(listUnremindedSql(until, graceSeconds, after, limit));
+}
+
+/** listUnreminded's statement (exported for the test of its plan). */
+export function listUnremindedSql(until: Date, graceSeconds: number, after: { remindAt: Date; id: string } | null, limit: number): Prisma.Sql {
   const cursor = after ? Prisma.sql`AND (o.payment_remind_at, o.id) > (${after.remindAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty;
-  return db.$queryRaw<{ id: string; remindAt: Date; overdue: boolean }[]>`
+  return Prisma.sql`
     SELECT o.id::text AS id, o.payment_remind_at AS "remindAt", o.payment_remind_at < now() - make_interval(secs => ${graceSeconds}) AS overdue
       FROM orders o
      WHERE o.status = 'UNPAID' AND o.payment_remind_at IS NOT NULL AND o.payment_remind_at <= ${until}::timestamptz ${cursor}

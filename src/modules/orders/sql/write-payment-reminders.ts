@@ -80,7 +80,7 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
                 THEN ceil(extract(epoch FROM x.payment_remind_at - now()) * 1000)::int END AS ms
       FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = ${keyOf(Prisma.sql`w`)}
       LEFT JOIN due d ON d.id = x.id AND w.id IS NULL
-      LEFT JOIN notifications p ON p.dedupe_key = ${keyOf(Prisma.sql`d`)} AND p.status = 'PENDING' AND p.withdrawn_at IS NULL
+      LEFT JOIN notifications p ON p.dedupe_key = ${keyOf(Prisma.sql`d`)} AND p.status::text = 'PENDING' AND p.withdrawn_at IS NULL
      WHERE x.id = ANY(${[...ids]}::uuid[])`;
   const out = new Map<string, ReminderOutcome>();
   for (const r of rows) {

@@ -74,7 +74,8 @@ export async function listTimers(
 
 /** The pending firings among `ids`: their due time as committed now (a move's job is checked against it). */
 export async function pendingFirings(db: Pick<Db, '$queryRaw'>, ids: readonly string[]): Promise<{ id: string; dueAt: Date; firing: FiringPayload }[]> {
+  // The status through an expression no index holds: found by their ids, not among every PENDING row.
   return db.$queryRaw`
     SELECT id, due_at AS "dueAt", payload AS firing FROM notifications
-     WHERE id = ANY(${ids}::uuid[]) AND status = 'PENDING' AND withdrawn_at IS NULL`;
+     WHERE id = ANY(${ids}::uuid[]) AND status::text = 'PENDING' AND withdrawn_at IS NULL`;
 }
