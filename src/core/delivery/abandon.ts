@@ -10,12 +10,16 @@
 // else FAILED, last_error saying why (a call's outcome unknown, or given up
 // before it was recorded). An operator's redrive asked is kept: the redriven
 // job sends a FAILED one again. Rows found by id whatever the statistics say
-// (the status compared as text, as claim.ts does). Lock order: the rows, by
-// the primary key's scan of the ids. Returns the number settled.
+// (the status compared as text, as claim.ts does). Lock order: the rows, in
+// id order (contract.ts). Returns the number settled.
+import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
+import { idsLockedInOrderSql } from './contract.js';
 
 export async function markAbandoned(db: Db, ids: readonly string[], sendingSeconds: number): Promise<number> {
   if (ids.length === 0) return 0;
+  const abandonable = (n: Prisma.Sql) =>
+    Prisma.sql`(${n}.status::text = 'PENDING' OR (${n}.status::text = 'SENDING' AND ${n}.sending_at < now() - make_interval(secs => ${sendingSeconds})))`;
   return db.$executeRaw`
     UPDATE notifications
        SET status = (CASE WHEN withdrawn_at IS NOT NULL THEN 'CANCELLED' ELSE 'FAILED' END)::"NotificationStatus",
@@ -23,6 +27,6 @@ export async function markAbandoned(db: Db, ids: readonly string[], sendingSecon
              WHEN status = 'SENDING' THEN 'delivery given up: its job was dead-lettered during a call whose outcome is unknown'
              WHEN withdrawn_at IS NOT NULL THEN last_error
              ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
-     WHERE id = ANY(${[...ids]}::uuid[])
-       AND (status::text = 'PENDING' OR (status::text = 'SENDING' AND sending_at < now() - make_interval(secs => ${sendingSeconds})))`;
+     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${abandonable(l)}`)}
+       AND ${abandonable(Prisma.sql`notifications`)}`;
 }

@@ -18,11 +18,11 @@
 // primary key whatever the statistics say (planned on a moment when few rows
 // were PENDING, the status index read every PENDING and SENDING row: 120 ms a
 // claim against under 1).
-// Lock order: the rows, by the primary key's scan of the asked ids.
+// Lock order: the rows, in id order (contract.ts).
 // Returns a Claim per asked id, in order.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
-import { type NotificationRow, ROW_COLUMNS } from './contract.js';
+import { type NotificationRow, ROW_COLUMNS, idsLockedInOrderSql } from './contract.js';
 
 export type Claim =
   | { kind: 'claimed'; row: NotificationRow }
@@ -45,15 +45,18 @@ export async function claimDeliveries(db: Db, asked: readonly { id: string; dueA
   if (new Set(items.map((i) => i.id)).size !== items.length) throw new Error('claimDeliveries: the ids must be distinct');
   const ids = items.map((i) => i.id);
   const stale = Prisma.sql`make_interval(secs => ${staleMs}::double precision / 1000)`;
+  // The guard, over row `n`.
+  const claimable = (n: Prisma.Sql) => Prisma.sql`${n}.withdrawn_at IS NULL
+         AND (${n}.status::text = 'PENDING' OR (${n}.status::text = 'FAILED' AND ${n}.redrive_requested)
+              OR (${n}.status::text = 'SENDING' AND ${n}.sending_at < now() - ${stale}))
+         AND (${n}.due_at IS NULL OR ${n}.due_at <= (SELECT t.due_at FROM t WHERE t.id = ${n}.id))`;
   const rows = await db.$queryRaw<(NotificationRow & { claimed: boolean; withdrawn: boolean; busyMs: number; earlyMs: number })[]>`
     WITH t AS (SELECT * FROM unnest(${ids}::uuid[], ${items.map((i) => i.dueAt)}::timestamptz[]) AS t(id, due_at)),
     c AS (
       UPDATE notifications SET status = 'SENDING', sending_at = now(), redrive_requested = false,
              sending_due_at = (SELECT t.due_at FROM t WHERE t.id = notifications.id)
-       WHERE id = ANY(${ids}::uuid[]) AND withdrawn_at IS NULL
-         AND (status::text = 'PENDING' OR (status::text = 'FAILED' AND redrive_requested)
-              OR (status::text = 'SENDING' AND sending_at < now() - ${stale}))
-         AND (due_at IS NULL OR due_at <= (SELECT t.due_at FROM t WHERE t.id = notifications.id))
+       WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${ids}::uuid[]) AND ${claimable(l)}`)}
+         AND ${claimable(Prisma.sql`notifications`)}
       RETURNING ${ROW_COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs", 0 AS "earlyMs"
     )
     SELECT * FROM c

@@ -54,6 +54,22 @@ export const dedupeKeySql = {
     Prisma.sql`'order-payment-reminder:' || ${orderId} || ':' || floor(extract(epoch FROM ${expiresAt}) * 1000)::bigint`,
 } as const;
 
+/**
+ * SQL: `= ANY(...)` the ids of the rows `where` names (a condition over alias
+ * `l`, and over `from` when given), locked in id order first. Every statement
+ * that changes many delivery rows takes their locks so: in its scan's order
+ * (storage order by a bitmap scan, a subject's index for a withdrawal) two
+ * statements sharing rows can lock them head-on and deadlock, each waiting a
+ * second until PostgreSQL breaks the cycle by failing one. `where` holds the
+ * statement's own guard, so a row it would not change is not waited for (a
+ * lock waits only for rows its snapshot finds, and rechecks them once
+ * granted). An array, not `IN (subquery)`: computed once, it is an index
+ * condition on the primary key, so the statement's own scan cannot be
+ * planned as a read of every row against the subquery.
+ */
+export const idsLockedInOrderSql = (where: (l: Prisma.Sql) => Prisma.Sql, from: Prisma.Sql = Prisma.empty): Prisma.Sql =>
+  Prisma.sql`= ANY(ARRAY(SELECT l.id FROM notifications l ${from} WHERE ${where(Prisma.sql`l`)} ORDER BY l.id FOR UPDATE OF l))`;
+
 /** SQL: the row `n` is live, still to be delivered or delivered: neither CANCELLED nor withdrawn. */
 export const liveSql = (n: Prisma.Sql): Prisma.Sql => Prisma.sql`(${n}.status <> 'CANCELLED' AND ${n}.withdrawn_at IS NULL)`;
 

@@ -6,15 +6,21 @@
 // One statement for the marks of the deliveries finishing at once, each row
 // judged on its own. Guard: not SENT already (a mark is made once: a
 // redelivered job's second mark changes nothing). Counts the attempt, clears
-// the last error. Lock order: the rows, by the primary key's scan of the ids.
+// the last error. Lock order: the rows, in id order (contract.ts).
 // Returns, per id in order, whether it was marked here (a repeated id: only
 // its first place).
 import type { Db } from '../db.js';
+import { Prisma } from '../../generated/prisma/client.js';
+import { idsLockedInOrderSql } from './contract.js';
+
+/** The guard, over row `n`. */
+const markable = (n: Prisma.Sql) => Prisma.sql`${n}.status <> 'SENT'`;
 
 export async function markSentMany(db: Db, ids: readonly string[]): Promise<boolean[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     UPDATE notifications SET status = 'SENT', sent_at = now(), attempts = attempts + 1, last_error = NULL
-     WHERE id = ANY(${[...ids]}::uuid[]) AND status <> 'SENT'
+     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${markable(l)}`)}
+       AND ${markable(Prisma.sql`notifications`)}
     RETURNING id::text AS id`;
   const marked = new Set(rows.map((r) => r.id));
   return ids.map((id, i) => marked.has(id) && ids.indexOf(id) === i);

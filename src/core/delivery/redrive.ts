@@ -8,13 +8,19 @@
 // last writes, a refunded hand-back, a replaced job) looks in Redis just like
 // a redriven one, and must not call a refused row again.
 // One statement. Guard: not settled (PENDING, SENDING or FAILED); SENT and
-// CANCELLED rows are left alone. Lock order: the rows, by the primary key's
-// scan of the ids. Returns nothing.
+// CANCELLED rows are left alone. Lock order: the rows, in id order
+// (contract.ts). Returns nothing.
+import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
+import { idsLockedInOrderSql } from './contract.js';
+
+/** The guard, over row `n`. */
+const redrivable = (n: Prisma.Sql) => Prisma.sql`${n}.status::text IN ('PENDING', 'SENDING', 'FAILED')`;
 
 export async function requestRedrive(db: Db, ids: readonly string[], asked: boolean): Promise<void> {
   if (ids.length === 0) return;
   await db.$executeRaw`
     UPDATE notifications SET redrive_requested = ${asked}
-     WHERE id = ANY(${[...ids]}::uuid[]) AND status::text IN ('PENDING', 'SENDING', 'FAILED')`;
+     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${redrivable(l)}`)}
+       AND ${redrivable(Prisma.sql`notifications`)}`;
 }

@@ -26,10 +26,11 @@
 // ids (`= ANY(ARRAY(...))`, an index condition): a join alone may be planned
 // (tables never analyzed, or a CTE estimated at one row) as a scan of every
 // live row against each subject, which costs with the backlog, not the batch.
-// Lock order: the subject row (the caller's change), then its delivery rows.
+// Lock order: the subject row (the caller's change), then its delivery rows
+// in id order (contract.ts).
 // Returns the number of rows withdrawn.
 import { Prisma } from '../../generated/prisma/client.js';
-import type { DeliverySubject, NotificationKind } from './contract.js';
+import { type DeliverySubject, type NotificationKind, idsLockedInOrderSql } from './contract.js';
 
 export type Withdrawal = {
   kind: NotificationKind;
@@ -45,13 +46,18 @@ export type Withdrawal = {
 };
 
 export function withdrawSql(o: Withdrawal): Prisma.Sql {
+  const subject = Prisma.raw(o.subject);
+  const subjects = Prisma.sql`ANY(ARRAY(SELECT s.id FROM ${o.from}))`;
+  // The guard, over row `n` of subject `s`.
+  const withdrawable = (n: Prisma.Sql) => Prisma.sql`${n}.${subject} = s.id AND ${n}.kind = ${o.kind}::"NotificationKind"
+      AND ${n}.status IN ('PENDING', 'FAILED', 'SENDING') AND ${n}.withdrawn_at IS NULL
+      AND ${o.keptMany ? Prisma.sql`${n}.dedupe_key <> ALL(COALESCE(s.kept_keys, ARRAY[]::text[]))` : Prisma.sql`(s.kept_key IS NULL OR ${n}.dedupe_key <> s.kept_key)`}`;
   return Prisma.sql`UPDATE notifications n
       SET status = (CASE WHEN n.status = 'SENDING' OR n.refused THEN n.status ELSE 'CANCELLED' END)::"NotificationStatus",
           last_error = CASE WHEN n.status = 'SENDING' OR n.refused THEN n.last_error ELSE ${o.reason} END,
           withdrawn_at = now()
      FROM ${o.from}
-    WHERE n.${Prisma.raw(o.subject)} = s.id AND n.${Prisma.raw(o.subject)} = ANY(ARRAY(SELECT s.id FROM ${o.from}))
-      AND n.kind = ${o.kind}::"NotificationKind"
-      AND n.status IN ('PENDING', 'FAILED', 'SENDING') AND n.withdrawn_at IS NULL
-      AND ${o.keptMany ? Prisma.sql`n.dedupe_key <> ALL(COALESCE(s.kept_keys, ARRAY[]::text[]))` : Prisma.sql`(s.kept_key IS NULL OR n.dedupe_key <> s.kept_key)`}`;
+    WHERE n.${subject} = ${subjects}
+      AND n.id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.${subject} = ${subjects} AND ${withdrawable(l)}`, Prisma.sql`, ${o.from}`)}
+      AND ${withdrawable(Prisma.sql`n`)}`;
 }

@@ -1,0 +1,139 @@
+// The delivery room's statements that change many rows lock them in id order,
+// whatever order their scan meets them in (storage order, or a subject's
+// index for a withdrawal): two of them sharing rows in opposite orders would
+// deadlock. Each statement is stopped at the row with the smallest id (held
+// by another transaction) with that row neither first in storage nor first
+// by its order; while it waits, it must hold none of its other rows.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../../../src/generated/prisma/client.js';
+import { claimDeliveries } from '../../../src/core/delivery/claim.js';
+import { markAbandoned } from '../../../src/core/delivery/abandon.js';
+import { markSentMany } from '../../../src/core/delivery/mark-sent.js';
+import { requestRedrive } from '../../../src/core/delivery/redrive.js';
+import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
+import { withdrawSettledPaymentRemindersSql } from '../../../src/modules/orders/sql/reminder-withdrawal.js';
+import { newOrderRow } from '../../helpers/bodies.js';
+import { createTestDb, type TestDb } from '../../helpers/db.js';
+import { gate } from '../../helpers/queues.js';
+import { sleep, waitFor } from '../../helpers/redis.js';
+
+let tdb: TestDb;
+beforeAll(async () => {
+  tdb = await createTestDb('notifications_lock_order');
+});
+afterAll(async () => {
+  await tdb?.drop();
+});
+
+type Row = { id: string; order_id: string };
+
+/**
+ * Payment reminders of fresh orders, cut down until the smallest id of those
+ * left is neither the first in storage order nor the first by order id.
+ */
+async function rowsMetOutOfIdOrder(): Promise<Row[]> {
+  const repo = createOrdersRepository(tdb.db);
+  const orders = await repo.insertMany(Array.from({ length: 16 }, () => newOrderRow('lock', 3, { lead: 2 })));
+  await sleep(1_100);
+  await repo.remindMany(orders.map((o) => o.id));
+  let rows = await tdb.db.$queryRaw<Row[]>`SELECT id::text, order_id::text FROM notifications
+     WHERE order_id = ANY(${orders.map((o) => o.id)}::uuid[]) ORDER BY ctid`;
+  expect(rows.length).toBe(16);
+  const smallest = (rs: Row[]) => rs.reduce((a, b) => (a.id < b.id ? a : b));
+  const firstByOrder = (rs: Row[]) => rs.reduce((a, b) => (a.order_id < b.order_id ? a : b));
+  while (rows.length > 2 && (smallest(rows) === rows[0] || smallest(rows) === firstByOrder(rows))) {
+    const s = smallest(rows);
+    rows = rows.filter((r) => r !== s);
+  }
+  expect(smallest(rows)).not.toBe(rows[0]);
+  expect(smallest(rows)).not.toBe(firstByOrder(rows));
+  return rows;
+}
+
+const waiting = async () =>
+  (
+    await tdb.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock'`
+  )[0]!.n > 0;
+
+describe('delivery rows locked in id order', () => {
+  const statements: [string, (rows: Row[]) => Promise<unknown>][] = [
+    [
+      'the SENT mark of a batch',
+      (rows) =>
+        markSentMany(
+          tdb.db,
+          rows.map((r) => r.id),
+        ),
+    ],
+    [
+      'the claim of a batch',
+      (rows) =>
+        claimDeliveries(
+          tdb.db,
+          rows.map((r) => ({ id: r.id, dueAt: new Date() })),
+          60_000,
+        ),
+    ],
+    [
+      'the withdrawal of settled orders',
+      // async: a Prisma query runs only once awaited.
+      async (rows) =>
+        tdb.db.$executeRaw(
+          withdrawSettledPaymentRemindersSql(
+            rows.map((r) => r.order_id),
+            'x',
+          ),
+        ),
+    ],
+    [
+      'the abandonment of a page',
+      (rows) =>
+        markAbandoned(
+          tdb.db,
+          rows.map((r) => r.id),
+          0,
+        ),
+    ],
+    [
+      'the redrive request',
+      (rows) =>
+        requestRedrive(
+          tdb.db,
+          rows.map((r) => r.id),
+          true,
+        ),
+    ],
+  ];
+  for (const [name, run] of statements) {
+    it(`${name} holds none of its rows while it waits for the smallest`, async () => {
+      const rows = await rowsMetOutOfIdOrder();
+      const smallest = rows.reduce((a, b) => (a.id < b.id ? a : b));
+      const others = rows.filter((r) => r !== smallest).map((r) => r.id);
+      const locked = gate();
+      const release = gate();
+      const holder = tdb.db.$transaction(
+        async (tx) => {
+          await tx.$queryRaw`SELECT id FROM notifications WHERE id = ${smallest.id}::uuid FOR UPDATE`;
+          locked.open();
+          await release.promise;
+        },
+        { timeout: 20_000 },
+      );
+      await locked.promise;
+      const statement = run(rows);
+      try {
+        expect(await waitFor(waiting, 5_000)).toBe(true);
+        // NOWAIT fails at once on a row the waiting statement already holds.
+        const free = await tdb.db.$queryRaw<{ id: string }[]>(
+          Prisma.sql`SELECT id::text FROM notifications WHERE id = ANY(${others}::uuid[]) FOR UPDATE NOWAIT`,
+        );
+        expect(free.length).toBe(others.length);
+      } finally {
+        release.open();
+        await holder;
+        await statement;
+      }
+    }, 30_000);
+  }
+});
