@@ -286,6 +286,10 @@ describe('a change by copy on a master with a replica', () => {
     const r = new Redis(replica.url);
     expect(await waitFor(async () => /master_link_status:up/.test(await r.info('replication')), 20_000, 50)).toBe(true);
     r.disconnect();
+    // The master lists a replica only once it has acknowledged (up to a second after its
+    // own link is up): a mover asking before would wait for none, and the tests below
+    // assume it waits for this one.
+    expect(await waitFor(async () => (((await m.call('ROLE')) as unknown[][])[2]?.length ?? 0) > 0, 20_000, 50)).toBe(true);
   }, 60_000);
   afterAll(async () => {
     replica.resume();
