@@ -14,7 +14,7 @@
 // id order (contract.ts). Returns the number settled.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
-import { idsLockedInOrderSql } from './contract.js';
+import { rowsLockedInOrderSql } from './contract.js';
 
 export async function markAbandoned(db: Db, ids: readonly string[], sendingSeconds: number): Promise<number> {
   if (ids.length === 0) return 0;
@@ -27,6 +27,5 @@ export async function markAbandoned(db: Db, ids: readonly string[], sendingSecon
              WHEN status = 'SENDING' THEN 'delivery given up: its job was dead-lettered during a call whose outcome is unknown'
              WHEN withdrawn_at IS NOT NULL THEN last_error
              ELSE 'delivery given up: its job was dead-lettered before the outcome was recorded (see the dead set)' END
-     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${abandonable(l)}`)}
-       AND ${abandonable(Prisma.sql`notifications`)}`;
+     WHERE ${rowsLockedInOrderSql(Prisma.sql`${[...ids]}::uuid[]`, abandonable)}`;
 }

@@ -22,7 +22,7 @@
 // Returns a Claim per asked id, in order.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
-import { type NotificationRow, ROW_COLUMNS, idsLockedInOrderSql } from './contract.js';
+import { type NotificationRow, ROW_COLUMNS, rowsLockedInOrderSql } from './contract.js';
 
 export type Claim =
   | { kind: 'claimed'; row: NotificationRow }
@@ -55,8 +55,7 @@ export async function claimDeliveries(db: Db, asked: readonly { id: string; dueA
     c AS (
       UPDATE notifications SET status = 'SENDING', sending_at = now(), redrive_requested = false,
              sending_due_at = (SELECT t.due_at FROM t WHERE t.id = notifications.id)
-       WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${ids}::uuid[]) AND ${claimable(l)}`)}
-         AND ${claimable(Prisma.sql`notifications`)}
+       WHERE ${rowsLockedInOrderSql(Prisma.sql`${ids}::uuid[]`, claimable)}
       RETURNING ${ROW_COLUMNS}, true AS claimed, false AS withdrawn, 0 AS "busyMs", 0 AS "earlyMs"
     )
     SELECT * FROM c

@@ -70,6 +70,14 @@ export const dedupeKeySql = {
 export const idsLockedInOrderSql = (where: (l: Prisma.Sql) => Prisma.Sql, from: Prisma.Sql = Prisma.empty): Prisma.Sql =>
   Prisma.sql`= ANY(ARRAY(SELECT l.id FROM notifications l ${from} WHERE ${where(Prisma.sql`l`)} ORDER BY l.id FOR UPDATE OF l))`;
 
+/**
+ * SQL for the WHERE of an UPDATE of `notifications` (unaliased) by ids: the
+ * rows of `ids` (a uuid[] expression) that `guard` holds, locked in id order
+ * first (idsLockedInOrderSql), the guard judged again on the row changed.
+ */
+export const rowsLockedInOrderSql = (ids: Prisma.Sql, guard: (n: Prisma.Sql) => Prisma.Sql): Prisma.Sql =>
+  Prisma.sql`id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${ids}) AND ${guard(l)}`)} AND ${guard(Prisma.sql`notifications`)}`;
+
 /** SQL: the row `n` is live, still to be delivered or delivered: neither CANCELLED nor withdrawn. */
 export const liveSql = (n: Prisma.Sql): Prisma.Sql => Prisma.sql`(${n}.status <> 'CANCELLED' AND ${n}.withdrawn_at IS NULL)`;
 

@@ -11,7 +11,7 @@
 // its first place).
 import type { Db } from '../db.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { idsLockedInOrderSql } from './contract.js';
+import { rowsLockedInOrderSql } from './contract.js';
 
 /** The guard, over row `n`. */
 const markable = (n: Prisma.Sql) => Prisma.sql`${n}.status <> 'SENT'`;
@@ -19,8 +19,7 @@ const markable = (n: Prisma.Sql) => Prisma.sql`${n}.status <> 'SENT'`;
 export async function markSentMany(db: Db, ids: readonly string[]): Promise<boolean[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     UPDATE notifications SET status = 'SENT', sent_at = now(), attempts = attempts + 1, last_error = NULL
-     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${markable(l)}`)}
-       AND ${markable(Prisma.sql`notifications`)}
+     WHERE ${rowsLockedInOrderSql(Prisma.sql`${[...ids]}::uuid[]`, markable)}
     RETURNING id::text AS id`;
   const marked = new Set(rows.map((r) => r.id));
   return ids.map((id, i) => marked.has(id) && ids.indexOf(id) === i);

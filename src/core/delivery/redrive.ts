@@ -12,7 +12,7 @@
 // (contract.ts). Returns nothing.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../db.js';
-import { idsLockedInOrderSql } from './contract.js';
+import { rowsLockedInOrderSql } from './contract.js';
 
 /** The guard, over row `n`. */
 const redrivable = (n: Prisma.Sql) => Prisma.sql`${n}.status::text IN ('PENDING', 'SENDING', 'FAILED')`;
@@ -21,6 +21,5 @@ export async function requestRedrive(db: Db, ids: readonly string[], asked: bool
   if (ids.length === 0) return;
   await db.$executeRaw`
     UPDATE notifications SET redrive_requested = ${asked}
-     WHERE id ${idsLockedInOrderSql((l) => Prisma.sql`${l}.id = ANY(${[...ids]}::uuid[]) AND ${redrivable(l)}`)}
-       AND ${redrivable(Prisma.sql`notifications`)}`;
+     WHERE ${rowsLockedInOrderSql(Prisma.sql`${[...ids]}::uuid[]`, redrivable)}`;
 }
