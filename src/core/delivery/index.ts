@@ -9,6 +9,6 @@ export { type Deliveries, createDeliveries, ownerTransitions } from './transitio
 export type { Claim } from './claim.js';
 export { type DeliveryDeps, type Sender, deliverJobId, deliveryJobHandler, deliveryRowOf } from './deliver-job.js';
 export { type DeliveryInsert, deliveryInsertSql } from './write.js';
-export { type WrittenOrTakenBack, takeBackOnConflictSql } from './take-back.js';
+export { type WrittenOrTakenBack, takeBackLockedFirstSql, takeBackOnConflictSql } from './take-back.js';
 export { type Withdrawal, withdrawSql } from './withdraw.js';
 export { deliveriesDeleteSql, deliveriesSettledSql } from './purge.js';

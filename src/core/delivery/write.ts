@@ -7,7 +7,9 @@
 // outbox). Guard: the dedupe key's unique index, one row per business event;
 // the caller adds the ON CONFLICT it needs (DO NOTHING, or takeBackOnConflict)
 // and RETURNING. Lock order: the caller's; the INSERT locks only the rows it
-// makes (or, on conflict, the one it meets). New rows are PENDING, attempts 0.
+// makes (or, on conflict, the one it meets; a take-back locks the rows it
+// will change first, in id order: take-back.ts). New rows are PENDING,
+// attempts 0.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { DeliverySubject, NotificationKind } from './contract.js';
 
@@ -28,6 +30,8 @@ export type DeliveryInsert = {
   payload: Prisma.Sql;
   /** No delivery before this (a timer's fire time, the Redis clock's); default none. */
   dueAt?: Prisma.Sql;
+  /** A condition over `from`: only its rows are written. The take-back's lock step goes here (take-back.ts). */
+  where?: Prisma.Sql;
 };
 
 /** `INSERT INTO notifications (...) SELECT ... FROM <from>`. */
@@ -51,5 +55,6 @@ export function deliveryInsertSql(o: DeliveryInsert): Prisma.Sql {
   }
   cols.push(Prisma.raw('payload'));
   values.push(o.payload);
-  return Prisma.sql`INSERT INTO notifications (${Prisma.join(cols)}) SELECT ${Prisma.join(values)} FROM ${o.from}`;
+  const where = o.where ? Prisma.sql`WHERE ${o.where}` : Prisma.empty;
+  return Prisma.sql`INSERT INTO notifications (${Prisma.join(cols)}) SELECT ${Prisma.join(values)} FROM ${o.from} ${where}`;
 }

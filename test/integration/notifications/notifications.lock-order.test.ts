@@ -3,7 +3,10 @@
 // index for a withdrawal): two of them sharing rows in opposite orders would
 // deadlock. Each statement is stopped at the row with the smallest id (held
 // by another transaction) with that row neither first in storage nor first
-// by its order; while it waits, it must hold none of its other rows.
+// by its order; while it waits, it must hold none of its other rows. The
+// take-back too: its ON CONFLICT alone would lock the rows in its subjects'
+// order (a take-back of two withdrawn SENDING rows deadlocked with the SENT
+// mark of both, found by a review, 2026-11-29).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../../src/generated/prisma/client.js';
 import { claimDeliveries } from '../../../src/core/delivery/claim.js';
@@ -28,14 +31,17 @@ afterAll(async () => {
 type Row = { id: string; order_id: string };
 
 /**
- * Payment reminders of fresh orders, cut down until the smallest id of those
- * left is neither the first in storage order nor the first by order id.
+ * Payment reminders of fresh orders (after `prepare` changed them), cut down
+ * until the smallest id of those left is neither the first in storage order
+ * nor the first by order id.
  */
-async function rowsMetOutOfIdOrder(): Promise<Row[]> {
+async function rowsMetOutOfIdOrder(timeoutSeconds = 3, prepare?: (rows: Row[]) => Promise<unknown>): Promise<Row[]> {
   const repo = createOrdersRepository(tdb.db);
-  const orders = await repo.insertMany(Array.from({ length: 16 }, () => newOrderRow('lock', 3, { lead: 2 })));
+  const orders = await repo.insertMany(Array.from({ length: 16 }, () => newOrderRow('lock', timeoutSeconds, { lead: timeoutSeconds - 1 })));
   await sleep(1_100);
   await repo.remindMany(orders.map((o) => o.id));
+  if (prepare)
+    await prepare(await tdb.db.$queryRaw<Row[]>`SELECT id::text, order_id::text FROM notifications WHERE order_id = ANY(${orders.map((o) => o.id)}::uuid[])`);
   let rows = await tdb.db.$queryRaw<Row[]>`SELECT id::text, order_id::text FROM notifications
      WHERE order_id = ANY(${orders.map((o) => o.id)}::uuid[]) ORDER BY ctid`;
   expect(rows.length).toBe(16);
@@ -57,7 +63,8 @@ const waiting = async () =>
   )[0]!.n > 0;
 
 describe('delivery rows locked in id order', () => {
-  const statements: [string, (rows: Row[]) => Promise<unknown>][] = [
+  /** A case: its statement over the rows, and how the rows are made (default: rowsMetOutOfIdOrder's fresh reminders). */
+  const statements: [string, (rows: Row[]) => Promise<unknown>, (() => Promise<Row[]>)?][] = [
     [
       'the SENT mark of a batch',
       (rows) =>
@@ -104,10 +111,35 @@ describe('delivery rows locked in id order', () => {
           true,
         ),
     ],
+    [
+      'the take-back of a reminder writer',
+      // Its orders' reminders are being sent and withdrawn (their deadlines
+      // moved away); the writer finds them due again, for the same deadlines.
+      async (rows) => {
+        await createOrdersRepository(tdb.db).remindMany(rows.map((r) => r.order_id));
+        const left = await tdb.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM notifications
+           WHERE id = ANY(${rows.map((r) => r.id)}::uuid[]) AND (status::text <> 'SENDING' OR withdrawn_at IS NOT NULL)`;
+        expect(left[0]!.n).toBe(0);
+      },
+      () =>
+        rowsMetOutOfIdOrder(60, async (rows) => {
+          await claimDeliveries(
+            tdb.db,
+            rows.map((r) => ({ id: r.id, dueAt: new Date() })),
+            60_000,
+          );
+          await tdb.db.$executeRaw(
+            withdrawSettledPaymentRemindersSql(
+              rows.map((r) => r.order_id),
+              'moved',
+            ),
+          );
+        }),
+    ],
   ];
-  for (const [name, run] of statements) {
+  for (const [name, run, made = () => rowsMetOutOfIdOrder()] of statements) {
     it(`${name} holds none of its rows while it waits for the smallest`, async () => {
-      const rows = await rowsMetOutOfIdOrder();
+      const rows = await made();
       const smallest = rows.reduce((a, b) => (a.id < b.id ? a : b));
       const others = rows.filter((r) => r !== smallest).map((r) => r.id);
       const locked = gate();

@@ -13,21 +13,35 @@
 // appointments in id order (FOR UPDATE: two such statements sharing some wait
 // for each other rather than deadlock, and a concurrent move either commits
 // first, leaving no reminder for the old slot or a lead dropped, or waits and
-// then withdraws it), then the reminder rows. Returns what was written or
-// taken back, by the reminder's dedupe key (slotKey): `fresh` when its
-// delivery must be scheduled afresh (PENDING, or FAILED refused: its job puts
-// it in the dead set).
+// then withdraws it), then the reminders it takes back, in id order, before
+// the insert writes its first row (take-back.ts), then the new ones.
+// Returns what was written or taken back, by the reminder's dedupe key
+// (slotKey): `fresh` when its delivery must be scheduled afresh (PENDING, or
+// FAILED refused: its job puts it in the dead set).
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
-import { type WrittenOrTakenBack, dedupeKeySql, deliveryInsertSql, liveSql, takeBackOnConflictSql } from '../../../core/delivery/index.js';
+import {
+  type WrittenOrTakenBack,
+  dedupeKeySql,
+  deliveryInsertSql,
+  liveSql,
+  takeBackLockedFirstSql,
+  takeBackOnConflictSql,
+} from '../../../core/delivery/index.js';
 import { type ReminderSlot, keyLeadSql, leadsSql, plansSql } from './appointment-row.js';
+
+/** The reminders to write: one per slot and lead of `w`. */
+const WRITTEN = {
+  from: Prisma.sql`w a`,
+  // The slot's own naming of its lead: null for the key lead (the statement refuses any other spelling of it).
+  dedupeKey: dedupeKeySql.appointmentReminder(Prisma.sql`a.id`, Prisma.sql`a.starts_at`, Prisma.sql`a.slot_lead`),
+};
 
 /** The reminder of the slot and lead `a` is due for (a row of `w`, its appointment locked by the writing statement). */
 const REMINDER_FROM_W = deliveryInsertSql({
   kind: 'APPOINTMENT_REMINDER',
-  from: Prisma.sql`w a`,
-  // The slot's own naming of its lead: null for the key lead (the statement refuses any other spelling of it).
-  dedupeKey: dedupeKeySql.appointmentReminder(Prisma.sql`a.id`, Prisma.sql`a.starts_at`, Prisma.sql`a.slot_lead`),
+  ...WRITTEN,
+  where: takeBackLockedFirstSql(WRITTEN),
   subject: { column: 'appointment_id', value: Prisma.sql`a.id` },
   client: Prisma.sql`a.client`,
   channel: Prisma.sql`a.channel`,

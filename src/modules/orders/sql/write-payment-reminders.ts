@@ -20,7 +20,9 @@
 // after it, and the reconciliation pass counts only live rows.
 // Lock order: the orders in id order (FOR UPDATE: a pay or cancel racing it
 // either commits first, and the order is skipped, or waits, and its own
-// withdrawal then sees the reminder), then the new or taken-back rows.
+// withdrawal then sees the reminder), then the reminders it takes back, in id
+// order, before the insert writes its first row (take-back.ts), then the new
+// ones.
 // Each order it writes for is marked by a no-op update (`mark`): the row's
 // new version tells an expiry that waited for its lock that a reminder
 // committed after the expiry's snapshot (cancel.ts, expireOrders).
@@ -31,15 +33,25 @@
 // neither.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
-import { type WrittenOrTakenBack, dedupeKeySql, deliveryInsertSql, liveSql, takeBackOnConflictSql } from '../../../core/delivery/index.js';
+import {
+  type WrittenOrTakenBack,
+  dedupeKeySql,
+  deliveryInsertSql,
+  liveSql,
+  takeBackLockedFirstSql,
+  takeBackOnConflictSql,
+} from '../../../core/delivery/index.js';
 
 /** The reminder's dedupe key of the deadline order `o` holds. */
 const keyOf = (o: Prisma.Sql) => dedupeKeySql.orderPaymentReminder(Prisma.sql`${o}.id`, Prisma.sql`${o}.expires_at`);
 
+/** The reminders to write: one per order of `w`. */
+const WRITTEN = { from: Prisma.sql`w o`, dedupeKey: keyOf(Prisma.sql`o`) };
+
 const REMINDER = deliveryInsertSql({
   kind: 'ORDER_PAYMENT_REMINDER',
-  from: Prisma.sql`w o`,
-  dedupeKey: keyOf(Prisma.sql`o`),
+  ...WRITTEN,
+  where: takeBackLockedFirstSql(WRITTEN),
   subject: { column: 'order_id', value: Prisma.sql`o.id` },
   client: Prisma.sql`o.client`,
   payload: Prisma.sql`jsonb_build_object('orderId', o.id, 'customerId', o.customer_id, 'totalCents', o.total_cents, 'currency', o.currency,
