@@ -45,8 +45,8 @@ import {
 /** The reminder's dedupe key of the deadline order `o` holds. */
 const keyOf = (o: Prisma.Sql) => dedupeKeySql.orderPaymentReminder(Prisma.sql`${o}.id`, Prisma.sql`${o}.expires_at`);
 
-/** The reminders to write: one per order of `w`. */
-const WRITTEN = { from: Prisma.sql`w o`, dedupeKey: keyOf(Prisma.sql`o`) };
+/** The reminders to write: one per order of `w`, its key computed once there. */
+const WRITTEN = { from: Prisma.sql`w o`, dedupeKey: Prisma.sql`o.key` };
 
 const REMINDER = deliveryInsertSql({
   kind: 'ORDER_PAYMENT_REMINDER',
@@ -80,7 +80,8 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
        ORDER BY id
          FOR UPDATE
     ), w AS (
-      SELECT * FROM due d WHERE NOT EXISTS (SELECT 1 FROM notifications r WHERE r.dedupe_key = ${keyOf(Prisma.sql`d`)} AND ${liveSql(Prisma.sql`r`)})
+      SELECT d.*, k.key FROM due d CROSS JOIN LATERAL (SELECT ${keyOf(Prisma.sql`d`)} AS key) k
+       WHERE NOT EXISTS (SELECT 1 FROM notifications r WHERE r.dedupe_key = k.key AND ${liveSql(Prisma.sql`r`)})
     ), n AS (
       ${REMINDER}
       ${takeBackOnConflictSql}
@@ -90,7 +91,7 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
     SELECT x.id::text AS id, n.id AS notification_id, n.fresh, p.id::text AS pending_id,
            CASE WHEN x.status = 'UNPAID' AND x.payment_remind_at > now()
                 THEN ceil(extract(epoch FROM x.payment_remind_at - now()) * 1000)::int END AS ms
-      FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = ${keyOf(Prisma.sql`w`)}
+      FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = w.key
       LEFT JOIN due d ON d.id = x.id AND w.id IS NULL
       LEFT JOIN notifications p ON p.dedupe_key = ${keyOf(Prisma.sql`d`)} AND p.status::text = 'PENDING' AND p.withdrawn_at IS NULL
      WHERE x.id = ANY(${[...ids]}::uuid[])`;
