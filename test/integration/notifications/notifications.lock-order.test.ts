@@ -6,7 +6,7 @@
 // by its order; while it waits, it must hold none of its other rows. The
 // take-back too: its ON CONFLICT alone would lock the rows in its subjects'
 // order (a take-back of two withdrawn SENDING rows deadlocked with the SENT
-// mark of both, found by a review, 2026-11-29).
+// mark of both).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../../src/generated/prisma/client.js';
 import { claimDeliveries } from '../../../src/core/delivery/claim.js';
