@@ -59,6 +59,7 @@ import {
   makeLog,
   num,
   openBenchRun,
+  pacedLoad,
   pgQuery,
   postgresVersion,
   redisVersion,
@@ -142,17 +143,27 @@ async function lateness(msQuery: string, params: unknown[]): Promise<Lateness | 
 const count = async (where: string, params: unknown[] = []) =>
   (await pgQuery<{ n: number }>(dbUrl, `SELECT count(*)::int AS n FROM orders WHERE ${where}`, params))[0]?.n ?? 0;
 
-/** Creates orders through the API: paced at `rate` a second for `seconds`, or `amount` of them as fast as it goes. */
-async function create(service: Service, customerId: string, o: { rate?: number; seconds?: number; amount?: number }) {
+/** Orders of `customerId`: a stream paced at `rate` for `seconds`, or `amount` as fast as the connections go. */
+async function create(service: Service, customerId: string, o: { rate: number; seconds: number } | { amount: number }): Promise<{ non2xx: number }> {
+  if ('rate' in o) {
+    const body = orderBody(customerId);
+    const r = await pacedLoad({
+      baseUrl: service.baseUrl,
+      connections: cfg.connections,
+      rate: o.rate,
+      seconds: o.seconds,
+      request: () => ({ method: 'POST', path: '/orders', headers: service.headers, body }),
+    });
+    log(`  sent ${r.sent} in ${r.seconds} s; answered within ${r.answerMsP99} ms (p99) of their planned departure, ${r.answerMsMax} at most`);
+    return { non2xx: r.non2xx + r.errors };
+  }
   return autocannon({
     url: `${service.baseUrl}/orders`,
     connections: cfg.connections,
     method: 'POST',
     headers: service.headers,
     body: orderBody(customerId),
-    ...(o.rate ? { overallRate: o.rate } : {}),
-    ...(o.seconds ? { duration: o.seconds } : {}),
-    ...(o.amount ? { amount: o.amount } : {}),
+    amount: o.amount,
   });
 }
 
@@ -326,32 +337,38 @@ async function startReceiver(): Promise<{ url: string; calls: () => number; clos
   return { url: `http://127.0.0.1:${port}/reminders`, calls: () => calls, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-/** Books appointments through the API, each its own contact, starting `startsInMs` after it is sent, with a 60 s lead. */
-async function book(service: Service, customerId: string, startsInMs: number, o: { rate?: number; seconds?: number; amount?: number }) {
+/** Books appointments through the API, each its own contact, starting `startsInMs` after it is sent, with a 60 s lead: paced at `rate` for `seconds`, or `amount` as fast as the connections go. */
+async function book(
+  service: Service,
+  customerId: string,
+  startsInMs: number,
+  o: { rate: number; seconds: number } | { amount: number },
+): Promise<{ non2xx: number }> {
   let n = 0;
+  const body = () =>
+    JSON.stringify({
+      customerId,
+      contact: `r${n++}@example.com`,
+      channel: 'email',
+      startsAt: new Date(Date.now() + startsInMs).toISOString(),
+      remindBeforeSeconds: LEAD_S,
+    });
+  if ('rate' in o) {
+    const r = await pacedLoad({
+      baseUrl: service.baseUrl,
+      connections: cfg.connections,
+      rate: o.rate,
+      seconds: o.seconds,
+      request: () => ({ method: 'POST', path: '/appointments', headers: service.headers, body: body() }),
+    });
+    log(`  sent ${r.sent} in ${r.seconds} s; answered within ${r.answerMsP99} ms (p99) of their planned departure, ${r.answerMsMax} at most`);
+    return { non2xx: r.non2xx + r.errors };
+  }
   return autocannon({
     url: service.baseUrl,
     connections: cfg.connections,
-    ...(o.rate ? { overallRate: o.rate } : {}),
-    ...(o.seconds ? { duration: o.seconds } : {}),
-    ...(o.amount ? { amount: o.amount } : {}),
-    requests: [
-      {
-        method: 'POST',
-        path: '/appointments',
-        headers: service.headers,
-        setupRequest: (req) => ({
-          ...req,
-          body: JSON.stringify({
-            customerId,
-            contact: `r${n++}@example.com`,
-            channel: 'email',
-            startsAt: new Date(Date.now() + startsInMs).toISOString(),
-            remindBeforeSeconds: LEAD_S,
-          }),
-        }),
-      },
-    ],
+    amount: o.amount,
+    requests: [{ method: 'POST', path: '/appointments', headers: service.headers, setupRequest: (req) => ({ ...req, body: body() }) }],
   });
 }
 

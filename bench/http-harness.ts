@@ -10,6 +10,7 @@ import { DEFAULT_CLIENT } from '../src/core/auth/api-key-input.js';
 import { createDb } from '../src/core/db.js';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -40,8 +41,6 @@ export type AcOptions = {
   requests?: AcRequest[];
   idReplacement?: boolean;
   timeout?: number;
-  /** Requests per second over all connections (autocannon paces them). */
-  overallRate?: number;
 };
 export type AcHistogram = { mean: number; stddev: number; min: number; max: number; p50: number; p90: number; p99: number; total: number };
 export type AcResult = {
@@ -57,6 +56,67 @@ export type AcResult = {
 };
 export type AcInstance = PromiseLike<AcResult> & { stop(): void };
 export const autocannon = createRequire(import.meta.url)('autocannon') as (opts: AcOptions) => AcInstance;
+
+// ---------------------------------------------------------------- paced load
+// autocannon's overallRate is a quota per connection and second: each
+// connection sends its share as fast as it can when the second starts, then
+// waits, so "500/s" arrives as a burst at the head of every second. A stream
+// at a rate is sent here instead: request i leaves at start + i / rate, open
+// loop (it does not wait for earlier answers; over `connections` in flight,
+// the agent queues it). `answerMs`: from a request's planned departure to its
+// answer, so a sender that fell behind its schedule shows in it.
+export type PacedRequest = { method: string; path: string; headers: Record<string, string>; body?: string };
+export type PacedResult = { sent: number; ok: number; non2xx: number; errors: number; seconds: number; answerMsP99: number; answerMsMax: number };
+
+export async function pacedLoad(o: {
+  baseUrl: string;
+  connections: number;
+  rate: number;
+  seconds: number;
+  request: (i: number) => PacedRequest;
+}): Promise<PacedResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: o.connections });
+  const n = Math.round(o.rate * o.seconds);
+  const answered: number[] = [];
+  let ok = 0;
+  let non2xx = 0;
+  let errors = 0;
+  const answers: Promise<void>[] = [];
+  const send = (i: number, at: number) =>
+    new Promise<void>((resolve) => {
+      const r = o.request(i);
+      const req = http.request(`${o.baseUrl}${r.path}`, { method: r.method, headers: r.headers, agent }, (res) => {
+        answered.push(performance.now() - at);
+        if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) ok++;
+        else non2xx++;
+        res.resume();
+        res.on('end', resolve);
+        res.on('error', () => resolve());
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(r.body);
+    });
+  const start = performance.now();
+  let i = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const now = performance.now();
+      for (; i < n && start + (i * 1_000) / o.rate <= now; i++) answers.push(send(i, start + (i * 1_000) / o.rate));
+      if (i < n) setTimeout(tick, 1);
+      else done();
+    };
+    tick();
+  });
+  await Promise.all(answers);
+  const seconds = (performance.now() - start) / 1_000;
+  agent.destroy();
+  answered.sort((a, b) => a - b);
+  const at = (q: number) => round(answered[Math.min(answered.length - 1, Math.floor(q * answered.length))] ?? 0, 1);
+  return { sent: i, ok, non2xx, errors, seconds: round(seconds, 2), answerMsP99: at(0.99), answerMsMax: round(answered[answered.length - 1] ?? 0, 1) };
+}
 
 // ---------------------------------------------------------------- settings and small helpers
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -361,7 +421,7 @@ export type BenchRun = {
   startService(env: Record<string, string>, nodeArgs?: string[], role?: 'all' | 'api'): Promise<Service>;
   /** Stops the service started last (cleanup does it too). */
   stopService(): Promise<void>;
-  /** Stops the service, drops the database, deletes the Redis keys; runs once however often called. */
+  /** Stops the service, drops the database (unless BENCH_KEEP_DB=1), deletes the Redis keys; runs once however often called. */
   cleanup(): Promise<void>;
 };
 
@@ -392,7 +452,9 @@ export function openBenchRun(o: {
       log(`service stopped (exit code ${code})`);
       service = undefined;
     }
-    if (dbCreated) {
+    // BENCH_KEEP_DB=1 leaves the run's database for a look afterwards (its name is logged).
+    if (dbCreated && process.env.BENCH_KEEP_DB === '1') log(`kept database ${o.dbName} (BENCH_KEEP_DB=1)`);
+    else if (dbCreated) {
       await pgQuery(o.pgAdminUrl, `DROP DATABASE IF EXISTS "${o.dbName}" WITH (FORCE)`).catch((err: unknown) =>
         log(`dropping ${o.dbName} failed: ${String(err)}`),
       );
