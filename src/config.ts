@@ -181,6 +181,9 @@ const schema = z.object({
     }),
   // Handlers running at once per queue in one worker process.
   WORKER_CONCURRENCY: int(1, 10_000).default(50),
+  // The same for the queues whose jobs each make one outbound call (notifications,
+  // timers): such a job mostly waits on its receiver, so more of them run at once.
+  DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
   // A claimed job not acked within its lease is delivered again.
   WORKER_LEASE_MS: int(1_000, 24 * 3_600 * SECOND).default(30 * SECOND),
   // Longest a worker sleeps without checking Redis (safety net for a missed wake-up).

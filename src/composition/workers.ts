@@ -45,7 +45,7 @@ export async function startWorkers(o: {
       queue: m.queue,
       redis: workerRedis,
       handlers: { ...m.handlers, ...Object.fromEntries(m.periodic.map((p) => [p.type, periodicHandler(p, queueLog)])) },
-      concurrency: config.WORKER_CONCURRENCY,
+      concurrency: m.concurrency ?? config.WORKER_CONCURRENCY,
       leaseMs: config.WORKER_LEASE_MS,
       idleRecheckMs: config.WORKER_IDLE_RECHECK_MS,
       shutdownGraceMs: config.SHUTDOWN_GRACE_MS,

@@ -24,6 +24,8 @@ export type ServiceModule = {
   /** Work on a schedule; the composition root makes their handlers and keeps them scheduled. */
   readonly periodic: readonly PeriodicJob[];
   readonly background?: readonly Background[];
+  /** Handlers running at once in one worker process; WORKER_CONCURRENCY when absent. */
+  readonly concurrency?: number;
   /**
    * An operator's redrive of dead jobs of its queue, for a module whose
    * handlers must tell a redrive from a job that came back by itself: the

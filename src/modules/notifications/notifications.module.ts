@@ -26,6 +26,7 @@ const SENDING_MARGIN_MS = 5_000;
 export type NotificationsModuleConfig = QueueConfig &
   Pick<
     Config,
+    | 'DELIVERY_CONCURRENCY'
     | 'NOTIFY_WEBHOOK_URL'
     | 'NOTIFY_WEBHOOK_SECRET'
     | 'NOTIFY_ORDERS_WEBHOOK_URL'
@@ -94,6 +95,7 @@ export function createNotificationsModule(deps: { db: Db; redis: RedisClient; co
       sendingStaleMs: config.NOTIFY_TIMEOUT_MS + SENDING_MARGIN_MS,
     }),
     periodic: [relay.job],
+    concurrency: config.DELIVERY_CONCURRENCY,
     // Only for delivery jobs: the relay's periodic job has no row.
     redrives: {
       record: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), true),

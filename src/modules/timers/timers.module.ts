@@ -29,6 +29,7 @@ export type TimersModuleConfig = QueueConfig &
   RetentionConfig &
   Pick<
     Config,
+    | 'DELIVERY_CONCURRENCY'
     | 'TIMER_WEBHOOK_HOSTS'
     | 'TIMER_AMQP_EXCHANGES'
     | 'TIMER_NATS_SUBJECTS'
@@ -115,6 +116,7 @@ export function createTimersModule(deps: {
     // Retention: timers untouched for RETENTION_DAYS, all their firings settled (sql/purge.ts).
     periodic: [relay.job, createRetentionJob(TIMERS_QUEUE, [purgeOf(db, 'timers', PURGE_TIMERS)], c, log)],
     background: [brokers],
+    concurrency: c.DELIVERY_CONCURRENCY,
     redrives: {
       record: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), true),
       undo: (jobIds) => deliveries.requestRedrive(rowsOf(jobIds), false),

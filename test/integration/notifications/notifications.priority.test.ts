@@ -23,7 +23,7 @@ beforeAll(async () => {
   hook = await startWebhook();
   svc = await startTestService(tdb.url, {
     NOTIFY_WEBHOOK_URL: hook.url,
-    WORKER_CONCURRENCY: String(CONCURRENCY),
+    DELIVERY_CONCURRENCY: String(CONCURRENCY),
     WORKER_IDLE_RECHECK_MS: '200',
     NOTIFY_RELAY_INTERVAL_SECONDS: '3600',
   });
