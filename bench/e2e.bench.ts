@@ -6,7 +6,8 @@
 //
 // Scenarios (issue 15's figures):
 // - expiry stream: orders created through POST /orders at BENCH_E2E_RATE a
-//   second for BENCH_E2E_SECONDS, each expiring a fixed payment window after
+//   second for BENCH_E2E_SECONDS, paced evenly (pacedLoad: not autocannon's
+//   rate, which sends each second's share in a burst at its head), each expiring a fixed payment window after
 //   its creation, the window longer than the creation, so the expiries fall
 //   due at the rate the creation reached and on a service doing nothing else.
 //   Lateness = cancelled_at - expires_at, both on the database's clock.
@@ -41,6 +42,7 @@
 //   BENCH_E2E_NOTICES_TO_RECEIVER=0 1: the stream's cancel notices go to the local receiver with reminders off
 //                              too (they do with reminders on; otherwise to the log), to tell the two costs apart
 //   BENCH_WRITE=0              do not touch bench/HISTORY.md
+//   BENCH_KEEP_DB=1            keep the run's database (its name is logged) for a look afterwards
 //   BENCH_PG_URL, REDIS_URL, BENCH_DB_POOL, BENCH_SERVICE_LOG_LEVEL as in bench:http
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
