@@ -145,19 +145,24 @@ async function lateness(msQuery: string, params: unknown[]): Promise<Lateness | 
 const count = async (where: string, params: unknown[] = []) =>
   (await pgQuery<{ n: number }>(dbUrl, `SELECT count(*)::int AS n FROM orders WHERE ${where}`, params))[0]?.n ?? 0;
 
+/** POSTs of `body()` to `path`, paced at `rate` for `seconds` (pacedLoad); the non-2xx answers and failed requests. */
+async function pacedPosts(service: Service, path: string, body: () => string, o: { rate: number; seconds: number }): Promise<{ non2xx: number }> {
+  const r = await pacedLoad({
+    baseUrl: service.baseUrl,
+    connections: cfg.connections,
+    rate: o.rate,
+    seconds: o.seconds,
+    request: () => ({ method: 'POST', path, headers: service.headers, body: body() }),
+  });
+  log(`  sent ${r.sent} in ${r.seconds} s; answered within ${r.answerMsP99} ms (p99) of their planned departure, ${r.answerMsMax} at most`);
+  return { non2xx: r.non2xx + r.errors };
+}
+
 /** Orders of `customerId`: a stream paced at `rate` for `seconds`, or `amount` as fast as the connections go. */
 async function create(service: Service, customerId: string, o: { rate: number; seconds: number } | { amount: number }): Promise<{ non2xx: number }> {
   if ('rate' in o) {
     const body = orderBody(customerId);
-    const r = await pacedLoad({
-      baseUrl: service.baseUrl,
-      connections: cfg.connections,
-      rate: o.rate,
-      seconds: o.seconds,
-      request: () => ({ method: 'POST', path: '/orders', headers: service.headers, body }),
-    });
-    log(`  sent ${r.sent} in ${r.seconds} s; answered within ${r.answerMsP99} ms (p99) of their planned departure, ${r.answerMsMax} at most`);
-    return { non2xx: r.non2xx + r.errors };
+    return pacedPosts(service, '/orders', () => body, o);
   }
   return autocannon({
     url: `${service.baseUrl}/orders`,
@@ -355,17 +360,7 @@ async function book(
       startsAt: new Date(Date.now() + startsInMs).toISOString(),
       remindBeforeSeconds: LEAD_S,
     });
-  if ('rate' in o) {
-    const r = await pacedLoad({
-      baseUrl: service.baseUrl,
-      connections: cfg.connections,
-      rate: o.rate,
-      seconds: o.seconds,
-      request: () => ({ method: 'POST', path: '/appointments', headers: service.headers, body: body() }),
-    });
-    log(`  sent ${r.sent} in ${r.seconds} s; answered within ${r.answerMsP99} ms (p99) of their planned departure, ${r.answerMsMax} at most`);
-    return { non2xx: r.non2xx + r.errors };
-  }
+  if ('rate' in o) return pacedPosts(service, '/appointments', body, o);
   return autocannon({
     url: service.baseUrl,
     connections: cfg.connections,
