@@ -229,6 +229,16 @@ export const MUTANTS: readonly Mutant[] = [
     integration: ['notifications.lock-order'],
     required: false,
   },
+  {
+    id: 'D10',
+    rule: "the appointments reminder writer embeds the lock step of its take-back (the fragment is the writer's to add: without it, its ON CONFLICT locks withdrawn rows in the appointments' order)",
+    file: 'src/modules/appointments/sql/write-reminders.ts',
+    find: '  where: takeBackLockedFirstSql(WRITTEN),\n',
+    replace: '',
+    model: [],
+    integration: ['notifications.lock-order'],
+    required: false,
+  },
   // Tenancy: every read and write of the API is filtered by the caller's client.
   {
     id: 'T1',

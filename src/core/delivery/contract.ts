@@ -73,8 +73,8 @@ export const idsLockedInOrderSql = (where: (l: Prisma.Sql) => Prisma.Sql, from: 
 /**
  * SQL: the uuid[] of idsLockedInOrderSql, for a statement whose rows are
  * not changed by id (the take-back's ON CONFLICT: take-back.ts). Evaluated
- * whole, once, where first needed (an InitPlan): every row locked before
- * the statement goes on.
+ * whole, once, where first needed (an InitPlan): every row its snapshot
+ * shows locked before the statement goes on.
  */
 export const lockedInOrderSql = (where: (l: Prisma.Sql) => Prisma.Sql, from: Prisma.Sql = Prisma.empty): Prisma.Sql =>
   Prisma.sql`ARRAY(SELECT l.id FROM notifications l ${from} WHERE ${where(Prisma.sql`l`)} ORDER BY l.id FOR UPDATE OF l)`;

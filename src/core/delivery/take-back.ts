@@ -16,7 +16,11 @@
 // take-back of two withdrawn SENDING rows deadlocked with the SENT mark of
 // both (mark-sent.ts, id order). ON CONFLICT locks a live row it meets even
 // to change nothing: the writers leave out the events with a live row by
-// their snapshot. Returns per row written or taken back: its dedupe
+// their snapshot. A row committed after the snapshot (another writer of the
+// same subject, while this one waited for the subject's lock) is seen by
+// neither, and ON CONFLICT locks it outside id order: a statement holding it
+// and waiting for a row this one locked deadlocks with it (PostgreSQL fails
+// one; its caller retries). Returns per row written or taken back: its dedupe
 // key, id, and `fresh` (PENDING or FAILED now: its delivery must be scheduled
 // afresh, the old job may be gone or dead).
 import { Prisma } from '../../generated/prisma/client.js';

@@ -4,15 +4,17 @@
 // deadlock. Each statement is stopped at the row with the smallest id (held
 // by another transaction) with that row neither first in storage nor first
 // by its order; while it waits, it must hold none of its other rows. The
-// take-back too: its ON CONFLICT alone would lock the rows in its subjects'
-// order (a take-back of two withdrawn SENDING rows deadlocked with the SENT
-// mark of both).
+// take-back of both reminder writers (orders', appointments') too: its ON
+// CONFLICT alone would lock the rows in its subjects' order (a take-back of
+// two withdrawn SENDING rows deadlocked with the SENT mark of both).
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../../src/generated/prisma/client.js';
 import { claimDeliveries } from '../../../src/core/delivery/claim.js';
 import { markAbandoned } from '../../../src/core/delivery/abandon.js';
 import { markSentMany } from '../../../src/core/delivery/mark-sent.js';
 import { requestRedrive } from '../../../src/core/delivery/redrive.js';
+import { writeReminders } from '../../../src/modules/appointments/sql/write-reminders.js';
 import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
 import { withdrawSettledPaymentRemindersSql } from '../../../src/modules/orders/sql/reminder-withdrawal.js';
 import { newOrderRow } from '../../helpers/bodies.js';
@@ -53,6 +55,33 @@ async function rowsMetOutOfIdOrder(timeoutSeconds = 3, prepare?: (rows: Row[]) =
   }
   expect(smallest(rows)).not.toBe(rows[0]);
   expect(smallest(rows)).not.toBe(firstByOrder(rows));
+  return rows;
+}
+
+/** The slot the appointments below start at (ms, whole seconds: the key's precision). */
+const SLOT_MS = Math.floor(Date.now() / 1_000) * 1_000 + 3_600_000;
+
+/**
+ * Four booked appointments, due for their reminder, each with a reminder
+ * SENDING and withdrawn: reminder ids in the reverse order of their
+ * appointments', so the smallest is the last met by subject and not the first
+ * in storage. (`order_id` is the appointment.)
+ */
+async function appointmentRemindersMetOutOfIdOrder(): Promise<Row[]> {
+  const appointments = Array.from({ length: 4 }, () => randomUUID()).sort();
+  const reminders = Array.from({ length: 4 }, () => randomUUID())
+    .sort()
+    .reverse();
+  await tdb.db.$executeRaw`INSERT INTO appointments (id, client, customer_id, contact, channel, starts_at, remind_before_seconds, remind_at)
+    SELECT a, 'lock', 'lock', 'lock@example.com', 'EMAIL', ${new Date(SLOT_MS)}, 3600, now() - interval '1 second' FROM unnest(${appointments}::uuid[]) a`;
+  await tdb.db.$executeRaw`INSERT INTO notifications (id, kind, dedupe_key, client, appointment_id, channel, recipient, payload, status, withdrawn_at)
+    SELECT r, 'APPOINTMENT_REMINDER', 'appointment-reminder:' || a || ':' || ${SLOT_MS}::bigint, 'lock', a, 'EMAIL', 'lock@example.com', '{}', 'SENDING', now()
+      FROM unnest(${appointments}::uuid[], ${reminders}::uuid[]) AS t(a, r)`;
+  const rows = await tdb.db.$queryRaw<Row[]>`SELECT id::text, appointment_id::text AS order_id FROM notifications
+     WHERE appointment_id = ANY(${appointments}::uuid[]) ORDER BY ctid`;
+  const smallest = rows.reduce((a, b) => (a.id < b.id ? a : b));
+  expect(smallest).not.toBe(rows[0]);
+  expect(smallest.order_id).toBe(appointments[3]);
   return rows;
 }
 
@@ -135,6 +164,18 @@ describe('delivery rows locked in id order', () => {
             ),
           );
         }),
+    ],
+    [
+      'the take-back of the appointments reminder writer',
+      // Its slots' reminders are being sent and withdrawn; the writer finds the same slots held and due again.
+      async (rows) => {
+        const written = await writeReminders(
+          tdb.db,
+          rows.map((r) => ({ appointmentId: r.order_id, startsAtMs: SLOT_MS })),
+        );
+        expect(written.size).toBe(rows.length);
+      },
+      () => appointmentRemindersMetOutOfIdOrder(),
     ],
   ];
   for (const [name, run, made = () => rowsMetOutOfIdOrder()] of statements) {
