@@ -751,6 +751,16 @@ export const MUTANTS: readonly Mutant[] = [
     required: false,
   },
   {
+    id: 'OD19',
+    rule: "the payment reminder writer writes nothing for an order changed while it waited for the order's lock (another writer's reminder, unseen by its snapshot, would be locked by its ON CONFLICT outside id order), and looks again in 100 ms",
+    file: 'src/modules/orders/sql/write-payment-reminders.ts',
+    find: 'WHERE d.seen = d.v AND NOT EXISTS',
+    replace: 'WHERE NOT EXISTS',
+    model: ['orders'],
+    integration: ['orders.lock-order'],
+    required: false,
+  },
+  {
     id: 'OD12',
     rule: 'a payment reminder taken back is delivered afresh, whatever its earlier delivery job left (dead, backing off)',
     file: 'src/modules/orders/orders.deadlines.ts',

@@ -18,9 +18,8 @@
 // to change nothing: the writers leave out the events with a live row by
 // their snapshot. A row committed after the snapshot (another writer of the
 // same subject, while this one waited for the subject's lock) is seen by
-// neither, and ON CONFLICT locks it outside id order: a statement holding it
-// and waiting for a row this one locked deadlocks with it (PostgreSQL fails
-// one; its caller retries). Returns per row written or taken back: its dedupe
+// neither, and ON CONFLICT would lock it outside id order: the writers leave
+// out a subject changed since their snapshot (see each writer). Returns per row written or taken back: its dedupe
 // key, id, and `fresh` (PENDING or FAILED now: its delivery must be scheduled
 // afresh, the old job may be gone or dead).
 import { Prisma } from '../../generated/prisma/client.js';

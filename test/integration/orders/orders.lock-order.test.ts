@@ -7,10 +7,13 @@
 // waited for the order, never cancelling the order in a statement that
 // could not see that reminder, nor loses what its first round cancelled when
 // a later round fails, and defers 100 ms an order changed under its lock in
-// every round; and an extension of more orders than a page extends each once.
+// every round; the reminder writer writes nothing for an order changed under
+// its lock (another writer's reminder it cannot see) and looks again in
+// 100 ms; and an extension of more orders than a page extends each once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSerializationFailure } from '../../../src/core/db-errors.js';
+import { dedupeKey } from '../../../src/core/delivery/index.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { EXTEND_PAGE } from '../../../src/modules/orders/orders.deadlines.js';
 import { createOrdersRepository } from '../../../src/modules/orders/orders.repository.js';
@@ -237,5 +240,44 @@ describe("an operator's extension in pages", () => {
     const rows = new Map((await tdb.db.order.findMany({ where: { client }, select: { id: true, expiresAt: true } })).map((r) => [r.id, r.expiresAt.getTime()]));
     for (const o of made) expect(rows.get(o.id)).toBe(o.expiresAt.getTime() + 7_000);
     for (const o of made.slice(0, 20)) expect((await queue.get(expireJobId(o.id)))?.dueAt).toBe(o.expiresAt.getTime() + 7_000);
+  });
+
+  it('has the reminder writer write nothing for an order another writer reminded while it waited for its lock, and look again in 100 ms', async () => {
+    // The other writer's reminder is not in this statement's snapshot: written for, its
+    // ON CONFLICT would lock that row outside id order (a deadlock with a SENT mark holding it).
+    const repo = createOrdersRepository(tdb.db);
+    const [o] = await repo.insertMany([newOrderRow('reminded-meanwhile', 3, { lead: 2 })]);
+    await sleep(1_100);
+    const other = randomUUID();
+    const committing = gate();
+    const locked = gate();
+    const writer = tdb.db.$transaction(
+      async (tx) => {
+        await tx.$executeRaw`UPDATE orders SET payment_remind_at = payment_remind_at WHERE id = ${o!.id}::uuid`;
+        await tx.$executeRaw`INSERT INTO notifications (id, kind, dedupe_key, client, order_id, payload)
+          VALUES (${other}::uuid, 'ORDER_PAYMENT_REMINDER', ${dedupeKey.orderPaymentReminder(o!.id, o!.expiresAt.getTime())}, ${o!.client}, ${o!.id}::uuid, '{}')`;
+        locked.open();
+        await committing.promise;
+      },
+      { timeout: 20_000 },
+    );
+    await locked.promise;
+    const waited = writePaymentReminders(tdb.db, [o!.id]);
+    expect(
+      await waitFor(
+        async () =>
+          (
+            await tdb.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock'`
+          )[0]!.n > 0,
+        5_000,
+      ),
+    ).toBe(true);
+    committing.open();
+    await writer;
+    expect((await waited).get(o!.id)).toEqual({ kind: 'not_due', inMs: 100 });
+    // Looked at again, it finds the other writer's reminder waiting for its delivery.
+    expect((await writePaymentReminders(tdb.db, [o!.id])).get(o!.id)).toEqual({ kind: 'pending', notificationId: other });
+    expect(await tdb.db.notification.count({ where: { orderId: o!.id } })).toBe(1);
   });
 });

@@ -15,9 +15,14 @@
 // An order whose deadline has a live reminder (by this statement's snapshot)
 // inserts nothing: ON CONFLICT would lock that row even to change nothing
 // while the statement goes on locking orders, and deliveries lock such rows
-// in their own order. A snapshot older than a withdrawal it waited for sees
-// the row live and writes nothing; the job the move rescheduled runs again
-// after it, and the reconciliation pass counts only live rows.
+// in their own order. An order changed while the statement waited for its
+// lock (its version is not the snapshot's: another writer's reminder, which
+// the snapshot cannot see, or a move, pay or cancel) is not written for
+// either: it is answered not due, to be looked at again in 100 ms with a
+// fresh snapshot (as the expiry does, cancel.ts). A snapshot older than a
+// withdrawal it waited for sees the row live and writes nothing; the job the
+// move rescheduled runs again after it, and the reconciliation pass counts
+// only live rows.
 // Lock order: the orders in id order (FOR UPDATE: a pay or cancel racing it
 // either commits first, and the order is skipped, or waits, and its own
 // withdrawal then sees the reminder), then the reminders it takes back, in id
@@ -29,8 +34,8 @@
 // Returns, for every id asked: the reminder's id when written or taken back
 // for a delivery to schedule (`fresh`), or when found live and PENDING for
 // the current deadline (a rerun of a job that died before its dispatch), or
-// how long until its time (still UNPAID, not yet due, by the snapshot), or
-// neither.
+// how long until its time (still UNPAID, not yet due, by the snapshot; or
+// changed under its lock: 100 ms), or neither.
 import { Prisma } from '../../../generated/prisma/client.js';
 import type { Db } from '../../../core/db.js';
 import {
@@ -41,6 +46,9 @@ import {
   takeBackLockedFirstSql,
   takeBackOnConflictSql,
 } from '../../../core/delivery/index.js';
+
+/** An order changed while the statement waited for its lock comes back this soon (its job looks again). */
+const CHANGED_DEFER_MS = 100;
 
 /** The reminder's dedupe key of the deadline order `o` holds. */
 const keyOf = (o: Prisma.Sql) => dedupeKeySql.orderPaymentReminder(Prisma.sql`${o}.id`, Prisma.sql`${o}.expires_at`);
@@ -61,7 +69,8 @@ const REMINDER = deliveryInsertSql({
 /**
  * What the reminder job of one order found: written; written before and still
  * PENDING (its job run again after dying between the write and the dispatch:
- * to be handed over again); not yet due (for `inMs`); or nothing to write
+ * to be handed over again); not yet due (for `inMs`; or changed while the
+ * statement waited for its lock: to be looked at again); or nothing to write
  * (settled, none, past its deadline, on its way or delivered already).
  */
 export type ReminderOutcome =
@@ -70,25 +79,25 @@ export type ReminderOutcome =
 export async function writePaymentReminders(db: Db, ids: readonly string[]): Promise<Map<string, ReminderOutcome>> {
   if (ids.length === 0) return new Map();
   const rows = await db.$queryRaw<
-    { id: string; notification_id: WrittenOrTakenBack['id'] | null; fresh: boolean | null; pending_id: string | null; ms: number | null }[]
+    { id: string; notification_id: WrittenOrTakenBack['id'] | null; fresh: boolean | null; pending_id: string | null; changed: boolean; ms: number | null }[]
   >`
     WITH due AS (
       -- Through an expression no index holds: found by their ids whatever the statistics say.
-      SELECT id, client, customer_id, total_cents, currency, expires_at FROM orders
+      SELECT id, client, customer_id, total_cents, currency, expires_at, xmin AS v, (SELECT s.xmin FROM orders s WHERE s.id = orders.id) AS seen FROM orders
        WHERE id = ANY(${[...ids]}::uuid[]) AND status::text = 'UNPAID'
          AND payment_remind_at + interval '0' <= now() AND expires_at > now()
        ORDER BY id
          FOR UPDATE
     ), w AS (
       SELECT d.*, k.key FROM due d CROSS JOIN LATERAL (SELECT ${keyOf(Prisma.sql`d`)} AS key) k
-       WHERE NOT EXISTS (SELECT 1 FROM notifications r WHERE r.dedupe_key = k.key AND ${liveSql(Prisma.sql`r`)})
+       WHERE d.seen = d.v AND NOT EXISTS (SELECT 1 FROM notifications r WHERE r.dedupe_key = k.key AND ${liveSql(Prisma.sql`r`)})
     ), n AS (
       ${REMINDER}
       ${takeBackOnConflictSql}
     ), mark AS (
       UPDATE orders o SET payment_remind_at = o.payment_remind_at FROM w WHERE o.id = w.id
     )
-    SELECT x.id::text AS id, n.id AS notification_id, n.fresh, p.id::text AS pending_id,
+    SELECT x.id::text AS id, n.id AS notification_id, n.fresh, p.id::text AS pending_id, d.seen IS DISTINCT FROM d.v AS changed,
            CASE WHEN x.status = 'UNPAID' AND x.payment_remind_at > now()
                 THEN ceil(extract(epoch FROM x.payment_remind_at - now()) * 1000)::int END AS ms
       FROM orders x LEFT JOIN w ON w.id = x.id LEFT JOIN n ON n.key = w.key
@@ -99,6 +108,7 @@ export async function writePaymentReminders(db: Db, ids: readonly string[]): Pro
   for (const r of rows) {
     // Taken back still SENDING (its withdrawal lifted): its running delivery is its own, nothing to schedule.
     if (r.notification_id && r.fresh) out.set(r.id, { kind: 'written', notificationId: r.notification_id });
+    else if (r.changed) out.set(r.id, { kind: 'not_due', inMs: CHANGED_DEFER_MS });
     else if (r.pending_id) out.set(r.id, { kind: 'pending', notificationId: r.pending_id });
     else if (r.ms !== null && r.ms > 0) out.set(r.id, { kind: 'not_due', inMs: r.ms });
     else out.set(r.id, { kind: 'none' });
