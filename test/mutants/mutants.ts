@@ -756,7 +756,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'src/modules/orders/sql/write-payment-reminders.ts',
     find: 'WHERE d.seen = d.v AND NOT EXISTS',
     replace: 'WHERE NOT EXISTS',
-    model: ['orders'],
+    model: [],
     integration: ['orders.lock-order'],
     required: false,
   },

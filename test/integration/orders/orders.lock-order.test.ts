@@ -241,8 +241,10 @@ describe("an operator's extension in pages", () => {
     for (const o of made) expect(rows.get(o.id)).toBe(o.expiresAt.getTime() + 7_000);
     for (const o of made.slice(0, 20)) expect((await queue.get(expireJobId(o.id)))?.dueAt).toBe(o.expiresAt.getTime() + 7_000);
   });
+});
 
-  it('has the reminder writer write nothing for an order another writer reminded while it waited for its lock, and look again in 100 ms', async () => {
+describe('the reminder writer and an order changed under its lock', () => {
+  it('writes nothing for an order another writer reminded while it waited for its lock, and looks again in 100 ms', async () => {
     // The other writer's reminder is not in this statement's snapshot: written for, its
     // ON CONFLICT would lock that row outside id order (a deadlock with a SENT mark holding it).
     const repo = createOrdersRepository(tdb.db);
