@@ -18,10 +18,12 @@
 // to change nothing: the writers leave out the events with a live row by
 // their snapshot. A row committed after the snapshot (another writer of the
 // same subject, while this one waited for the subject's lock) is seen by
-// neither, and ON CONFLICT would lock it outside id order: the writers leave
-// out a subject changed since their snapshot (see each writer). Returns per row written or taken back: its dedupe
-// key, id, and `fresh` (PENDING or FAILED now: its delivery must be scheduled
-// afresh, the old job may be gone or dead).
+// neither, and ON CONFLICT would lock it outside id order: the orders' writer
+// leaves out an order changed since its snapshot; the appointments' writer
+// reads the locked appointment's own marks (README.md, Lock order).
+// Returns per row written or taken back: its dedupe key, id, and `fresh`
+// (PENDING or FAILED now: its delivery must be scheduled afresh, the old job
+// may be gone or dead).
 import { Prisma } from '../../generated/prisma/client.js';
 import { lockedInOrderSql } from './contract.js';
 import type { DeliveryInsert } from './write.js';

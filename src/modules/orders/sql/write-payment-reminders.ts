@@ -16,13 +16,13 @@
 // inserts nothing: ON CONFLICT would lock that row even to change nothing
 // while the statement goes on locking orders, and deliveries lock such rows
 // in their own order. An order changed while the statement waited for its
-// lock (its version is not the snapshot's: another writer's reminder, which
-// the snapshot cannot see, or a move, pay or cancel) is not written for
-// either: it is answered not due, to be looked at again in 100 ms with a
-// fresh snapshot (as the expiry does, cancel.ts). A snapshot older than a
-// withdrawal it waited for sees the row live and writes nothing; the job the
-// move rescheduled runs again after it, and the reconciliation pass counts
-// only live rows.
+// lock and still due (its version is not the snapshot's: another writer's
+// reminder, which the snapshot cannot see, or a deadline move) is not
+// written for either: it is answered not due, to be looked at again in
+// 100 ms with a fresh snapshot (as the expiry does, cancel.ts). A snapshot
+// older than a withdrawal it waited for sees the row live and writes
+// nothing; the job the move rescheduled runs again after it, and the
+// reconciliation pass counts only live rows.
 // Lock order: the orders in id order (FOR UPDATE: a pay or cancel racing it
 // either commits first, and the order is skipped, or waits, and its own
 // withdrawal then sees the reminder), then the reminders it takes back, in id
