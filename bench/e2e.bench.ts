@@ -7,8 +7,9 @@
 // Scenarios (issue 15's figures):
 // - expiry stream: orders created through POST /orders at BENCH_E2E_RATE a
 //   second for BENCH_E2E_SECONDS, paced evenly (pacedLoad: not autocannon's
-//   rate, which sends each second's share in a burst at its head), each expiring a fixed payment window after
-//   its creation, the window longer than the creation, so the expiries fall
+//   rate, which sends each second's share in a burst at its head), each
+//   expiring a fixed payment window after its creation, the window longer
+//   than the creation, so the expiries fall
 //   due at the rate the creation reached and on a service doing nothing else.
 //   Lateness = cancelled_at - expires_at, both on the database's clock.
 //   With payment reminders on (BENCH_E2E_PAYMENT_REMINDER_S, the default), each

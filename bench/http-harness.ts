@@ -104,7 +104,7 @@ export async function pacedLoad(o: {
   await new Promise<void>((done) => {
     const tick = () => {
       const now = performance.now();
-      for (; i < n && start + (i * 1_000) / o.rate <= now; i++) answers.push(send(i, start + (i * 1_000) / o.rate));
+      for (let at = start + (i * 1_000) / o.rate; i < n && at <= now; at = start + (++i * 1_000) / o.rate) answers.push(send(i, at));
       if (i < n) setTimeout(tick, 1);
       else done();
     };

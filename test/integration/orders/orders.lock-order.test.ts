@@ -265,16 +265,7 @@ describe('the reminder writer and an order changed under its lock', () => {
     );
     await locked.promise;
     const waited = writePaymentReminders(tdb.db, [o!.id]);
-    expect(
-      await waitFor(
-        async () =>
-          (
-            await tdb.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND wait_event_type = 'Lock'`
-          )[0]!.n > 0,
-        5_000,
-      ),
-    ).toBe(true);
+    expect(await waitFor(async () => (await lockWaiters('WITH due AS')) > 0, 5_000)).toBe(true);
     committing.open();
     await writer;
     expect((await waited).get(o!.id)).toEqual({ kind: 'not_due', inMs: 100 });
